@@ -1,0 +1,5 @@
+"""magi-code: a coding agent for the terminal.
+
+Nothing is imported here: `magi-code serve --stdio` must start fast, so each face
+imports only what its own path needs.
+"""

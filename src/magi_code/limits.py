@@ -1,0 +1,53 @@
+"""Every bound of the local-agent protocol and of the layers beneath it, once.
+
+What `initialize` publishes under `limits` is read from these constants; code and tests
+import them from here and never restate a number.
+"""
+
+PROTOCOL = "magi-code.local-agent"
+PROTOCOL_VERSION = 1
+
+# Frames
+FRAME_BYTES = 65_536  # input: excluding LF; output: including LF
+JSON_DEPTH = 32  # containers
+ID_BYTES = 64  # request ids, method and capability names, cursors, revisions
+READ_BATCH_BYTES = 4096
+REQUIRED_CAPABILITIES_MAX = 16
+
+# Requests and output
+REQUESTS_PER_CHILD = 4096
+PENDING_OUTPUT_FRAMES = 32
+OUTPUT_DEADLINE_MS = 2000
+CLOSING_DEADLINE_MS = 2000
+CLEANUP_WAIT_MS = 2000
+
+# Names reported in status
+NAME_BYTES = 256
+
+# Prompts and content
+PROMPT_BYTES = 16_384
+HISTORY_CHUNK_BYTES = 16_384
+LIVE_CHUNK_BYTES = 4000
+HISTORY_PAGE_BYTES = 32_768
+HISTORY_PAGE_ENTRIES = 100
+HISTORY_SNAPSHOT_BYTES = 8 * 1024 * 1024
+HISTORY_SNAPSHOT_PARTS = 10_000
+STORED_HISTORY_BYTES = 64 * 1024 * 1024
+STORED_HISTORY_LINES = 100_000
+SESSION_ID_BYTES = 64
+
+# Runs
+WORKER_EVENTS = 32
+CRITICAL_EVENT_WAIT_MS = 2000
+RUN_CONTENT_BYTES = 8 * 1024 * 1024
+RUN_CONTENT_SEGMENTS = 512
+RUN_ACTIVITY_IDS = 4096
+ACTIVITY_INTERNAL_ID_BYTES = 1024
+SUMMARY_BYTES = 1024
+APPROVAL_EXPIRY_MS = 60_000
+
+# Providers (melchior.md, "Provider response boundaries")
+ERROR_BODY_BYTES = 64 * 1024
+ERROR_BODY_DEADLINE_S = 10.0
+STREAM_INACTIVITY_S = 180.0
+DISCOVERY_CACHE_S = 24 * 60 * 60
