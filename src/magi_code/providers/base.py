@@ -1,0 +1,123 @@
+"""The neutral contract between the runner and every provider wire API.
+
+The runner builds a `ModelRequest` from history and consumes the `ProviderEvent`s a provider
+streams. Providers raise `ProviderError` with a closed code; its text never carries a body,
+a URL with credentials, or a token.
+"""
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+# ---- request -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UserText:
+    text: str
+
+
+@dataclass(frozen=True)
+class AssistantText:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    call_id: str
+    name: str
+    arguments: str  # the JSON text the model produced, assembled whole
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    call_id: str
+    output: str
+    is_error: bool = False
+
+
+Item = UserText | AssistantText | ToolCall | ToolResult
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, object]  # JSON schema of the arguments object
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    model: str
+    instructions: str
+    items: tuple[Item, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    thinking: str | None = None
+    max_output_tokens: int | None = None
+
+
+# ---- streamed events -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningSummary:
+    """A summary the provider itself marked as a reasoning summary (provenance proven)."""
+
+    item_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallDone:
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Completed:
+    stop_reason: Literal["end_turn", "tool_use", "max_tokens", "other"] = "end_turn"
+
+
+ProviderEvent = TextDelta | ReasoningSummary | ToolCallDone | Usage | Completed
+
+# ---- errors --------------------------------------------------------------------------------
+
+ProviderErrorCode = Literal[
+    "auth_failed",  # 401/403, missing or expired credentials that cannot refresh
+    "rate_limited",  # 429 after bounded retries
+    "server_error",  # 5xx after bounded retries
+    "transport_failed",  # connection failure, inactivity timeout, after bounded retries
+    "malformed_stream",  # bad UTF-8, bad JSON, oversize event, protocol violation
+    "context_overflow",  # a complete bounded error body says the prompt is too long
+    "refused",  # other 4xx
+]
+
+
+@dataclass
+class ProviderError(Exception):
+    code: ProviderErrorCode
+    status: int | None = None
+    retryable: bool = False
+    detail: str = field(default="", repr=False)  # a fixed, safe phrase; never a body
+
+    def __str__(self) -> str:
+        return self.code if self.status is None else f"{self.code} (HTTP {self.status})"
+
+
+class Provider(Protocol):
+    """One configured provider. `stream` is an async generator; closing it cancels the request."""
+
+    id: str
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]: ...
