@@ -1,0 +1,69 @@
+"""`magi-code` argv -> one face. Launch validation happens here, before any side effect:
+an invalid launch exits 2 having created nothing and written nothing but a line to stderr.
+
+Imports stay minimal on the `serve --stdio` path; each face imports its own modules.
+"""
+
+import os
+import stat
+import sys
+
+USAGE = """usage:
+  magi-code                      Mission Control (needs a terminal)
+  magi-code --prompt TEXT        run one prompt (needs a terminal)
+  magi-code serve --stdio        the local-agent protocol over inherited pipes
+  magi-code login | logout | models [--refresh] [--json]
+"""
+
+
+def refuse(message: str) -> int:
+    sys.stderr.write(f"magi-code: {message}\n{USAGE}")
+    return 2
+
+
+def is_pipe(fd: int) -> bool:
+    try:
+        return stat.S_ISFIFO(os.fstat(fd).st_mode)
+    except OSError:
+        return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if "--app" in args or args[:1] == ["daemon"]:
+        return refuse("the --app and daemon forms are no longer supported")
+    if args[:1] == ["serve"]:
+        return serve(args[1:])
+    if args[:1] in (["login"], ["logout"], ["models"]):
+        return provider_command(args[0], args[1:])
+    if args[:1] in ([], ["--prompt"]):
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            return refuse("Mission Control and --prompt need a terminal; use serve --stdio")
+        return refuse("Mission Control is not available in this build")
+    return refuse("unknown arguments")
+
+
+def serve(rest: list[str]) -> int:
+    if sys.platform == "win32":
+        return refuse("serve is not supported on Windows")
+    if rest != ["--stdio"]:
+        return refuse("serve takes exactly --stdio and no other flag")
+    if not (is_pipe(0) and is_pipe(1)):
+        return refuse("serve --stdio needs pipes on stdin and stdout")
+    from magi_code.local_agent.main import run
+
+    return run()
+
+
+def provider_command(name: str, rest: list[str]) -> int:
+    try:
+        from magi_code.providers import commands  # type: ignore[attr-defined]
+    except ImportError:
+        return refuse(f"{name} is not available in this build")
+    runner = getattr(commands, name)
+    result: int = runner(rest)
+    return result
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Configuration: MC_HOME paths, settings, credentials, and the admitted snapshot."""

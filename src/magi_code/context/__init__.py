@@ -1,0 +1,1 @@
+"""What the model is told: instructions and agent profiles."""

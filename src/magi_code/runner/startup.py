@@ -1,0 +1,114 @@
+"""Admitted startup, shared by every face: paths, settings, instructions, provider readiness.
+
+`admit` is the only code that creates MC_HOME's runtime directories, reads settings and
+credentials, and checks provider readiness. It never performs a network request. Its result,
+`Admitted`, is the one configuration snapshot a process uses; settings changes need a
+restart. Failures are `StartupError` with one of the protocol's startup codes.
+"""
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from magi_code.config import paths, settings
+from magi_code.context import instructions
+from magi_code.limits import NAME_BYTES
+
+
+class StartupError(Exception):
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Admitted:
+    paths: paths.Paths
+    cwd: Path
+    settings: dict[str, Any]
+    provider: str
+    model: str
+    thinking: str | None
+    instructions: str
+    context_id: str
+    env: Mapping[str, str] = field(repr=False)
+
+    @property
+    def provider_conf(self) -> dict[str, Any]:
+        conf: dict[str, Any] = self.settings["providers"][self.provider]
+        return conf
+
+
+def context_id(cwd: Path, roots: list[Path]) -> str:
+    """SHA-256 of the canonical cwd and canonical storage roots; reveals neither."""
+    canonical = [os.path.realpath(cwd), *sorted(os.path.realpath(r) for r in roots)]
+    return hashlib.sha256(json.dumps(canonical).encode()).hexdigest()
+
+
+def safe_name(name: str | None) -> str | None:
+    """A provider/model name fit for status: short, printable and not secret-looking."""
+    if name is None or len(name.encode()) > NAME_BYTES:
+        return None
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in name):
+        return None
+    from magi_code.redact import looks_secret
+
+    return None if looks_secret(name) else name
+
+
+def admit(cwd: Path, env: Mapping[str, str]) -> Admitted:
+    home = paths.resolve_home(dict(env))
+    try:
+        where = paths.ensure_runtime_dirs(home)
+    except OSError as exc:
+        raise StartupError("startup_failed") from exc
+    canonical_cwd = Path(os.path.realpath(cwd))
+    try:
+        conf = settings.load(where.settings, paths.project_settings(canonical_cwd))
+        profile = instructions.load_profile(conf["agent"], where.home, canonical_cwd)
+        told = instructions.assemble(
+            profile, where.home, canonical_cwd, conf.get("instructions", [])
+        )
+    except instructions.ProfileError as exc:
+        raise StartupError("profile_invalid") from exc
+    except (settings.SettingsError, instructions.InstructionsError) as exc:
+        raise StartupError("configuration_invalid") from exc
+    check_mcp(conf)
+    check_provider(conf, where, env)
+    return Admitted(
+        paths=where,
+        cwd=canonical_cwd,
+        settings=conf,
+        provider=conf["provider"],
+        model=conf["model"],
+        thinking=conf.get("thinking"),
+        instructions=told,
+        context_id=context_id(canonical_cwd, [where.home]),
+        env=env,
+    )
+
+
+def check_mcp(conf: Mapping[str, Any]) -> None:
+    """Enabled MCP servers must be globally approved; this build connects none yet."""
+    servers = conf.get("mcp", {}).get("servers", {})
+    if not isinstance(servers, Mapping):
+        raise StartupError("configuration_invalid")
+    if any(isinstance(s, Mapping) and s.get("enabled") for s in servers.values()):
+        raise StartupError("mcp_unavailable")
+
+
+def check_provider(conf: Mapping[str, Any], where: paths.Paths, env: Mapping[str, str]) -> None:
+    provider_conf = conf["providers"][conf["provider"]]
+    if provider_conf.get("wire_api") == "fixture":
+        return
+    try:
+        from magi_code.providers import registry  # type: ignore[attr-defined]
+    except ImportError as exc:
+        raise StartupError("provider_unavailable") from exc
+    code = registry.check_readiness(conf["provider"], provider_conf, where.home, env)
+    if code is not None:
+        raise StartupError(code)
