@@ -5,12 +5,11 @@ directories (mode 0700), and only admitted startup calls it.
 """
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Paths:
+class Paths(NamedTuple):
     home: Path  # MC_HOME, canonical once created
 
     @property

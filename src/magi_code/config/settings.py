@@ -7,7 +7,6 @@ MCP server definitions are approved) and `permissions.trusted_projects`.
 Loading reads files and never writes them. Errors are `SettingsError` with no file content.
 """
 
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -28,12 +27,18 @@ class SettingsError(Exception):
 
 def read_toml(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        handle = path.open("rb")
     except FileNotFoundError:
         return {}
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise SettingsError("unreadable settings file") from exc
+    import tomllib  # only when there is a file: it costs milliseconds at startup
+
+    with handle:
+        try:
+            return tomllib.load(handle)
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise SettingsError("unreadable settings file") from exc
 
 
 def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

@@ -13,8 +13,7 @@ child's request ids even when its method or params are then refused.
 
 import json
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from magi_code.limits import ID_BYTES, JSON_DEPTH, PROTOCOL, PROTOCOL_VERSION
 
@@ -24,15 +23,13 @@ _BRACKETS = re.compile(rb"[\[\]{}]")
 FIELDS = frozenset({"protocol", "version", "id", "method", "params"})
 
 
-@dataclass(frozen=True)
-class Request:
+class Request(NamedTuple):
     id: str
     method: str
     params: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class Rejection:
+class Rejection(NamedTuple):
     code: str
     id: str | None
     retained: bool = False

@@ -9,24 +9,34 @@ Rules (local-agent-protocol.md, "Frames" and "Bounds"):
 No I/O, no clock: the server feeds it whatever os.read returned.
 """
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from magi_code.limits import FRAME_BYTES
 
 
-@dataclass(frozen=True)
-class Frame:
+class Frame(NamedTuple):
     data: bytes  # without the LF
 
 
-@dataclass(frozen=True)
-class FrameTooLarge:
-    pass
+class _Marker:
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
 
 
-@dataclass(frozen=True)
-class IncompleteFrame:
-    pass
+class FrameTooLarge(_Marker):
+    __slots__ = ()
+
+
+class IncompleteFrame(_Marker):
+    __slots__ = ()
 
 
 FrameEvent = Frame | FrameTooLarge | IncompleteFrame

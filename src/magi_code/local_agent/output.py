@@ -10,7 +10,7 @@ owns no fd and no clock: the server passes `now` and a write function.
 """
 
 import json
-import uuid
+import os
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +24,15 @@ from magi_code.limits import (
 )
 
 
+def uuid4() -> str:
+    """A random RFC 4122 version-4 UUID (the uuid module costs milliseconds to import)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
 class OversizeFrame(Exception):
     pass
 
@@ -34,7 +43,7 @@ class OutputFailed(Exception):
 
 class FrameEncoder:
     def __init__(self, instance_id: str | None = None) -> None:
-        self.instance_id = instance_id or str(uuid.uuid4())
+        self.instance_id = instance_id or uuid4()
         self._seq = 0
 
     def encode(self, kind: str, body: dict[str, Any]) -> bytes:

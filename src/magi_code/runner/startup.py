@@ -10,9 +10,8 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from magi_code.config import paths, settings
 from magi_code.context import instructions
@@ -25,8 +24,7 @@ class StartupError(Exception):
         self.code = code
 
 
-@dataclass(frozen=True)
-class Admitted:
+class Admitted(NamedTuple):
     paths: paths.Paths
     cwd: Path
     settings: dict[str, Any]
@@ -35,7 +33,7 @@ class Admitted:
     thinking: str | None
     instructions: str
     context_id: str
-    env: Mapping[str, str] = field(repr=False)
+    env: Mapping[str, str]
 
     @property
     def provider_conf(self) -> dict[str, Any]:
