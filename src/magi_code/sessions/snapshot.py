@@ -1,8 +1,9 @@
 """An immutable, bounded history snapshot and the pages cut from it.
 
-A snapshot is built once from a `Projection`: every entry is chunked (chunking.py) into parts,
-each part measured as serialized; more than HISTORY_SNAPSHOT_BYTES of serialized parts or more
-than HISTORY_SNAPSHOT_PARTS parts is `history_limit`, never a truncated projection.
+A snapshot is built once from a `Projection` (`build`): every entry is chunked (chunking.py)
+into parts, each part measured as serialized; more than HISTORY_SNAPSHOT_BYTES of serialized
+parts or more than HISTORY_SNAPSHOT_PARTS parts is `history_limit`, never a truncated
+projection.
 
 Pages are cut greedily from a cursor: at most HISTORY_PAGE_ENTRIES parts and at most
 HISTORY_PAGE_BYTES for the whole serialized result object. Cursors are opaque, carry this
@@ -48,13 +49,23 @@ class Page:
         }
 
 
-def build_parts(
+@dataclass(frozen=True)
+class Built:
+    """A projection chunked into parts, each with its serialized size."""
+
+    parts: list[Part]
+    sizes: list[int]
+    complete: bool
+    stored_ids: dict[str, int]
+
+
+def build(
     projection: Projection,
     *,
     max_bytes: int = HISTORY_SNAPSHOT_BYTES,
     max_parts: int = HISTORY_SNAPSHOT_PARTS,
-) -> tuple[list[Part], list[int]]:
-    """Chunk every entry; return the parts and their serialized sizes, or history_limit."""
+) -> Built:
+    """Chunk every entry and measure each part; history_limit past the snapshot budget."""
     parts: list[Part] = []
     sizes: list[int] = []
     total = 0
@@ -75,7 +86,7 @@ def build_parts(
                 raise SessionError("history_limit")
             parts.append(part)
             sizes.append(size)
-    return parts, sizes
+    return Built(parts, sizes, projection.complete, dict(projection.stored_ids))
 
 
 def message_id(index: int) -> str:
@@ -89,14 +100,14 @@ class HistorySnapshot:
         self,
         session_id: str,
         revision: str,
-        projection: Projection,
+        built: Built,
         is_current: Callable[[], bool],
     ) -> None:
         self.session_id = session_id
         self.revision = revision
-        self.complete = projection.complete
-        self._parts, self._sizes = build_parts(projection)
-        self._stored_ids = dict(projection.stored_ids)
+        self.complete = built.complete
+        self._parts, self._sizes = built.parts, built.sizes
+        self._stored_ids = built.stored_ids
         self._is_current = is_current
         self._nonce = secrets.token_hex(8)
         self._cursors: dict[str, int] = {}

@@ -14,7 +14,8 @@ content in errors, or hand one session to two owners. Append failures surface as
 
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,7 +34,7 @@ from magi_code.sessions.reader import (
     read_session,
 )
 from magi_code.sessions.records import check_record
-from magi_code.sessions.snapshot import HistorySnapshot, Page
+from magi_code.sessions.snapshot import Built, HistorySnapshot, Page, build
 
 Available = Callable[[str, str], bool]
 
@@ -111,11 +112,10 @@ class SessionStore:
             raise SessionError("session_missing")
         leases = Leases.acquire(self.directory, session_id)
         try:
-            read = read_session(path, session_id, canonical)
+            state, notices = _State.from_read(read_session(path, session_id, canonical), available)
         except BaseException:
             leases.release()
             raise
-        state, notices = _State.from_read(read, available)
         attachment = Attachment(self, session_id, canonical, leases, state)
         with self._lock:
             self._held[session_id] = attachment
@@ -155,10 +155,11 @@ class _State:
     durable: bool
     selection: Selection | None
     read: ReadResult | None
+    built: Built
 
     @classmethod
     def lazy(cls, selection: Selection | None) -> "_State":
-        return cls(False, selection, None)
+        return cls(False, selection, None, build(Projection([], True)))
 
     @classmethod
     def from_read(cls, read: ReadResult, available: Available | None) -> tuple["_State", list[str]]:
@@ -172,7 +173,7 @@ class _State:
             and not available(selection.provider, selection.model)
         ):
             notices.append("saved_selection_unavailable")
-        return cls(True, selection, read), notices
+        return cls(True, selection, read, build(read.projection)), notices
 
 
 class Attachment:
@@ -194,7 +195,8 @@ class Attachment:
         read = state.read
         self._needs_header = read is None or (read.durable_size == 0 and not read.has_header)
         self._good_size = 0 if read is None else read.durable_size
-        self._snapshot = self._make_snapshot(read)
+        self._busy: str | None = None
+        self._snapshot = self._make_snapshot(read, state.built, 0)
 
     # ---- history -------------------------------------------------------------------------
 
@@ -204,29 +206,56 @@ class Attachment:
         return self._snapshot
 
     def snapshot(self) -> HistorySnapshot:
-        """Re-read the file and replace the current snapshot (the old one goes stale)."""
-        with self._lock:
-            self._check_attached()
-            read = read_session(self._path, self.session_id, self.cwd) if self.durable else None
-            self._snapshot.invalidate()
-            self._snapshot = self._make_snapshot(read)
-            return self._snapshot
+        """Re-read the file and replace the current snapshot (the old one goes stale).
 
-    def page(self, revision: str, cursor: str | None) -> Page:
-        with self._lock:
-            self._check_attached()
+        Raises busy during a turn or another history operation, stale_session once detached,
+        and the read errors of `SessionStore.open`.
+        """
+        with self._activity("history"):
+            generation = self._generation
+            durable = self.durable
+            read = read_session(self._path, self.session_id, self.cwd) if durable else None
+            built = build(Projection([], True) if read is None else read.projection)
+            with self._lock:
+                self._snapshot.invalidate()
+                self._snapshot = self._make_snapshot(read, built, generation)
+                return self._snapshot
+
+    def page(self, session_id: str, revision: str, cursor: str | None) -> Page:
+        """One page of the current snapshot: stale_session for another session's ID."""
+        if session_id != self.session_id:
+            raise SessionError("stale_session")
+        with self._activity("history"):
             return self._snapshot.page(revision, cursor)
 
-    def _make_snapshot(self, read: ReadResult | None) -> HistorySnapshot:
-        generation = self._generation
-        if read is None:
-            projection, digest, print_ = Projection([], True), empty_digest(), None
-        else:
-            projection, digest, print_ = read.projection, read.digest, read.fingerprint
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        """Mark a run in progress: history operations answer busy until it ends."""
+        with self._activity("turn"):
+            yield
+
+    @contextmanager
+    def _activity(self, kind: str) -> Iterator[None]:
+        with self._lock:
+            self._check_attached()
+            if self._busy is not None:
+                raise SessionError("busy")
+            self._busy = kind
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._busy = None
+
+    def _make_snapshot(
+        self, read: ReadResult | None, built: Built, generation: int
+    ) -> HistorySnapshot:
+        digest = empty_digest() if read is None else read.digest
+        print_ = None if read is None else read.fingerprint
         return HistorySnapshot(
             self.session_id,
             f"r{generation}.{digest}",
-            projection,
+            built,
             lambda: self._unchanged(generation, print_),
         )
 
@@ -301,6 +330,8 @@ class Attachment:
         """Give this attachment's leases to its successor; this one becomes stale."""
         with self._lock:
             self._check_attached()
+            if self._busy is not None:
+                raise SessionError("busy")
             leases, self._leases = self._leases, Leases([])
             self._close_fd()
             self._snapshot.invalidate()
