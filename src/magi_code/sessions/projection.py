@@ -1,0 +1,198 @@
+"""The history projector: validated stored records in, reconciled redacted entries out.
+
+Pure (records in, entries out; no files, no clock). Rules, in the order they apply:
+
+- Order follows stored order; an entry sits where its message first appeared, and later
+  records for the same message (a reconciled assistant copy, a repeated reasoning summary item,
+  a tool state change) replace it in place.
+- Assistant: the ``assistant`` record wins over its chunks, so one copy is projected. Without
+  it, the chunks are joined; that reply is ``partial`` unless its run completed.
+- Reasoning summaries only with ``provider_summary: true``; tools as name, state and summary
+  (never the raw result; ``started`` alone is partial); internal prompts, assessments and raw
+  reasoning never.
+- A run (opened by any run-scoped record) that has no ``run_finished`` before another run's
+  user input, or before the end, was interrupted: it gets an ``interrupted`` diagnostic entry
+  and the projection is not complete. A torn last line does the same.
+- Texts are reconciled first, then redacted; chunking happens in snapshot.py.
+
+Budgets are enforced early against a lower bound of the final size (code points never exceed
+serialized UTF-8 bytes, every entry yields at least one part), so a huge stored history is
+refused before its text is all held in memory.
+"""
+
+from dataclasses import dataclass, field
+
+from magi_code.limits import HISTORY_SNAPSHOT_BYTES, HISTORY_SNAPSHOT_PARTS, SUMMARY_BYTES
+from magi_code.sessions.errors import SessionError
+from magi_code.sessions.records import PROJECTED_TYPES, Record
+from magi_code.sessions.redact import redact
+
+INTERRUPTED_TEXT = "This turn was interrupted before it finished; the reply may be incomplete."
+TORN_TEXT = "A record that was still being written when the session stopped was ignored."
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One projected message before chunking."""
+
+    kind: str
+    text: str
+    partial: bool
+
+
+@dataclass
+class Projection:
+    entries: list[Entry]
+    complete: bool
+    # stored user/assistant message_id -> index in entries (the latest message with that id)
+    stored_ids: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Slot:
+    kind: str
+    text: str = ""
+    partial: bool = False
+    run_id: str | None = None
+    chunks: list[str] | None = None  # assistant pieces still waiting for a reconciled copy
+
+
+class Projector:
+    """Feed validated records in stored order, then `finish` once."""
+
+    def __init__(
+        self,
+        *,
+        max_bytes: int = HISTORY_SNAPSHOT_BYTES,
+        max_parts: int = HISTORY_SNAPSHOT_PARTS,
+    ) -> None:
+        self._max_bytes = max_bytes
+        self._max_parts = max_parts
+        self._slots: list[_Slot] = []
+        self._by_key: dict[tuple[str, str, str], _Slot] = {}
+        self._stored_ids: dict[str, int] = {}
+        self._open_runs: dict[str, None] = {}  # insertion-ordered set
+        self._outcomes: dict[str, str] = {}  # run_id -> outcome, "interrupted" included
+        self._size = 0  # lower bound of the serialized projection
+
+    def feed(self, record: Record) -> None:
+        kind = record["type"]
+        run_id = record.get("run_id")
+        if isinstance(run_id, str):
+            self._track_run(run_id, kind)
+        if kind == "run_finished":
+            self._open_runs.pop(record["run_id"], None)
+            self._outcomes[record["run_id"]] = record["outcome"]
+        elif kind in PROJECTED_TYPES:
+            getattr(self, f"_on_{kind}")(record)
+
+    def finish(self, *, torn: bool = False) -> Projection:
+        for run_id in list(self._open_runs):
+            self._interrupt(run_id)
+        if torn:
+            self._add(_Slot("diagnostic", TORN_TEXT))
+        entries = [self._entry(slot) for slot in self._slots]
+        complete = not torn and "interrupted" not in self._outcomes.values()
+        return Projection(entries, complete, self._stored_ids)
+
+    # ---- runs ----------------------------------------------------------------------------
+
+    def _track_run(self, run_id: str, kind: str) -> None:
+        if kind == "user":
+            for other in [r for r in self._open_runs if r != run_id]:
+                self._interrupt(other)
+        if run_id not in self._outcomes and run_id not in self._open_runs:
+            self._open_runs[run_id] = None
+
+    def _interrupt(self, run_id: str) -> None:
+        self._open_runs.pop(run_id, None)
+        self._outcomes[run_id] = "interrupted"
+        self._add(_Slot("diagnostic", INTERRUPTED_TEXT))
+
+    # ---- record kinds --------------------------------------------------------------------
+
+    def _on_user(self, record: Record) -> None:
+        self._add(_Slot("user", redact(record["text"]), run_id=record["run_id"]))
+        self._stored_ids[record["message_id"]] = len(self._slots) - 1
+
+    def _on_compaction(self, record: Record) -> None:
+        self._add(_Slot("compaction", redact(record["text"])))
+
+    def _on_assistant_chunk(self, record: Record) -> None:
+        slot = self._assistant_slot(record)
+        if slot.chunks is not None:
+            slot.chunks.append(record["text"])
+            self._grow(len(record["text"]))
+
+    def _on_assistant(self, record: Record) -> None:
+        slot = self._assistant_slot(record)
+        text = record.get("text")
+        if text is None:
+            return  # legacy record without text: its chunks stand
+        old_size = len(slot.text) + sum(map(len, slot.chunks or ()))
+        slot.chunks = None
+        self._replace(slot, redact(text), old_size)
+
+    def _on_reasoning_summary(self, record: Record) -> None:
+        if record.get("provider_summary") is not True:
+            return
+        key = ("reasoning", record["run_id"], record["item_id"])
+        slot = self._by_key.get(key)
+        if slot is None:
+            slot = self._by_key[key] = self._add(_Slot("reasoning_summary"))
+        self._replace(slot, redact(record["text"]))
+
+    def _on_tool(self, record: Record) -> None:
+        key = ("tool", record["run_id"], record["activity_id"])
+        slot = self._by_key.get(key)
+        if slot is None:
+            slot = self._by_key[key] = self._add(_Slot("activity"))
+        state = record["state"]
+        text = f"{redact(record['name'])} {state}"
+        summary = record.get("summary")
+        if summary:
+            text += ": " + _clip_utf8(redact(summary), SUMMARY_BYTES)
+        slot.partial = state == "started"
+        self._replace(slot, text)
+
+    # ---- slots ---------------------------------------------------------------------------
+
+    def _assistant_slot(self, record: Record) -> _Slot:
+        key = ("assistant", record["run_id"], record["message_id"])
+        slot = self._by_key.get(key)
+        if slot is None:
+            slot = _Slot("assistant", run_id=record["run_id"], chunks=[])
+            self._by_key[key] = self._add(slot)
+            self._stored_ids[record["message_id"]] = len(self._slots) - 1
+        return slot
+
+    def _add(self, slot: _Slot) -> _Slot:
+        if len(self._slots) >= self._max_parts:
+            raise SessionError("history_limit")
+        self._slots.append(slot)
+        self._grow(len(slot.text))
+        return slot
+
+    def _replace(self, slot: _Slot, text: str, old_size: int | None = None) -> None:
+        self._size -= len(slot.text) if old_size is None else old_size
+        slot.text = text
+        self._grow(len(text))
+
+    def _grow(self, size: int) -> None:
+        self._size += size
+        if self._size > self._max_bytes:
+            raise SessionError("history_limit")
+
+    def _entry(self, slot: _Slot) -> Entry:
+        if slot.chunks is None:
+            return Entry(slot.kind, slot.text, slot.partial)
+        outcome = self._outcomes.get(slot.run_id or "")
+        return Entry(slot.kind, redact("".join(slot.chunks)), outcome != "completed")
+
+
+def _clip_utf8(text: str, limit: int) -> str:
+    """The longest prefix of `text` within `limit` UTF-8 bytes, cut between code points."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    return data[:limit].decode("utf-8", errors="ignore")

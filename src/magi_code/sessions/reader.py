@@ -1,0 +1,186 @@
+"""Streaming read of one stored session file into a validated projection.
+
+The file is read in fixed blocks and split on b"\\n" (never str.splitlines); only the current
+line is held, so memory follows the projection, not the file. Reading enforces
+STORED_HISTORY_BYTES and STORED_HISTORY_LINES (a torn tail counts as a line), the record
+schema, and the workspace rule: every nonempty recorded cwd must be absolute, exist, and
+canonicalize to the child's canonical cwd. It also fingerprints what it read (stat identity,
+a content digest and the last bytes) so a snapshot can tell later whether the file changed.
+Never writes.
+"""
+
+import hashlib
+import json
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from magi_code.limits import STORED_HISTORY_BYTES, STORED_HISTORY_LINES
+from magi_code.sessions.errors import SessionError
+from magi_code.sessions.projection import Projection, Projector
+from magi_code.sessions.records import check_record
+
+BLOCK_BYTES = 1 << 20
+TAIL_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    tail: bytes  # the file's last bytes (at most TAIL_BYTES) as read
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    projection: Projection
+    digest: str  # hex content digest of every byte read
+    fingerprint: Fingerprint
+    durable_size: int  # bytes up to and including the last LF
+    has_header: bool  # some "session" record was read
+    cwd_verified: bool  # some record carried a nonempty cwd (all of them matched)
+    selection: object  # the last "selection" value read, or None
+
+
+def empty_digest() -> str:
+    return hashlib.blake2b(digest_size=20).hexdigest()
+
+
+def _open_safe(path: Path) -> int:
+    """A read descriptor on a regular, own, not group/world-writable file, not via symlink."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        raise SessionError("session_missing") from None
+    except OSError:
+        raise SessionError("session_invalid") from None
+    info = os.fstat(fd)
+    if (
+        not stat.S_ISREG(info.st_mode)
+        or info.st_uid != os.geteuid()
+        or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    ):
+        os.close(fd)
+        raise SessionError("session_invalid")
+    return fd
+
+
+def fingerprint_of(path: Path, tail_size: int) -> Fingerprint | None:
+    """The file's current fingerprint (None when it is missing or unreadable)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        tail = os.pread(fd, tail_size, max(0, info.st_size - tail_size)) if tail_size else b""
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return Fingerprint(
+        info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, tail
+    )
+
+
+class _Session:
+    """Per-read state: the projector plus what the session records said about themselves."""
+
+    def __init__(self, session_id: str, canonical_cwd: str) -> None:
+        self.session_id = session_id
+        self.canonical_cwd = canonical_cwd
+        self.projector = Projector()
+        self.has_header = False
+        self.cwd_verified = False
+        self.selection: object = None
+        self._checked_cwds: set[str] = set()
+
+    def line(self, raw: bytes) -> None:
+        try:
+            decoded: Any = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            raise SessionError("session_invalid") from None
+        record = check_record(decoded, self.session_id)
+        if record["type"] == "session":
+            self._session_record(record)
+        self.projector.feed(record)
+
+    def _session_record(self, record: dict[str, Any]) -> None:
+        self.has_header = True
+        if "selection" in record:
+            self.selection = record["selection"]
+        cwd = record.get("cwd")
+        if not cwd or cwd in self._checked_cwds:
+            return
+        if (
+            not os.path.isabs(cwd)
+            or not os.path.exists(cwd)
+            or os.path.realpath(cwd) != self.canonical_cwd
+        ):
+            raise SessionError("cwd_mismatch")
+        self._checked_cwds.add(cwd)
+        self.cwd_verified = True
+
+
+def read_session(path: Path, session_id: str, canonical_cwd: str) -> ReadResult:
+    """Validate and project the stored file; SessionError on any rule it breaks."""
+    fd = _open_safe(path)
+    try:
+        return _read(fd, _Session(session_id, canonical_cwd))
+    finally:
+        os.close(fd)
+
+
+def _read(fd: int, session: _Session) -> ReadResult:
+    if os.fstat(fd).st_size > STORED_HISTORY_BYTES:
+        raise SessionError("history_limit")
+    digest = hashlib.blake2b(digest_size=20)
+    pending: list[bytes] = []  # the current unterminated line, in pieces
+    total = lines = durable = 0
+    tail = b""
+    while block := _read_block(fd):
+        total += len(block)
+        if total > STORED_HISTORY_BYTES:
+            raise SessionError("history_limit")
+        digest.update(block)
+        tail = (tail + block[-TAIL_BYTES:])[-TAIL_BYTES:]
+        pieces = block.split(b"\n")
+        if len(pieces) == 1:
+            pending.append(block)
+            continue
+        pieces[0] = b"".join([*pending, pieces[0]])
+        pending = [pieces.pop()]
+        lines += len(pieces)
+        if lines > STORED_HISTORY_LINES:
+            raise SessionError("history_limit")
+        for raw in pieces:
+            session.line(raw)
+        durable = total - len(pending[0])
+    torn = total > durable
+    if torn and lines + 1 > STORED_HISTORY_LINES:
+        raise SessionError("history_limit")
+    info = os.fstat(fd)
+    fingerprint = Fingerprint(
+        info.st_dev, info.st_ino, total, info.st_mtime_ns, info.st_ctime_ns, tail
+    )
+    return ReadResult(
+        projection=session.projector.finish(torn=torn),
+        digest=digest.hexdigest(),
+        fingerprint=fingerprint,
+        durable_size=durable,
+        has_header=session.has_header,
+        cwd_verified=session.cwd_verified,
+        selection=session.selection,
+    )
+
+
+def _read_block(fd: int) -> bytes:
+    try:
+        return os.read(fd, BLOCK_BYTES)
+    except OSError:
+        raise SessionError("session_invalid") from None

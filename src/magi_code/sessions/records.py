@@ -1,0 +1,125 @@
+"""The stored session record schema, and the pure check of one decoded record against it.
+
+One JSONL file per session: ``MC_HOME/sessions/<session_id>.jsonl``, created 0600 in a 0700
+directory on the first append (never on create/open). Each line is one JSON object, UTF-8,
+terminated by LF, carrying ``"session_id"`` (equal to the file's ID) and ``"type"``:
+
+=================  ===========================================================================
+type               fields (besides session_id/type)
+=================  ===========================================================================
+session            ``cwd`` canonical absolute path (optional: older files lack it),
+                   ``created_at`` ISO 8601, ``selection`` {provider, model, thinking}.
+                   Written first; a later one may update the selection (last one wins).
+user               ``message_id``, ``run_id``, ``text``
+assistant_chunk    ``message_id``, ``run_id``, ``index`` (int), ``text``: streamed pieces
+assistant          ``message_id``, ``run_id``, ``text``: the reconciled segment; wins over
+                   its chunks. Legacy records without ``text`` (absent or null) fall back to
+                   the chunks.
+reasoning_summary  ``item_id``, ``run_id``, ``text``, ``provider_summary`` (bool; projected
+                   only when true; a repeated item_id within a run replaces the earlier one)
+tool               ``activity_id``, ``run_id``, ``name``, ``state`` (started|completed|failed),
+                   ``summary`` (optional str), ``result`` (raw, provider replay only; any JSON)
+compaction         ``text``: a compaction summary
+internal           provider-only prompt; never projected
+assessment         private assessment; never projected
+reasoning          raw reasoning; never projected
+run_finished       ``run_id``, ``outcome`` (completed|cancelled|failed), ``error_code`` (str|null)
+=================  ===========================================================================
+
+A file is ``session_invalid`` when a line is not valid UTF-8, not JSON, not an object, names
+another session, has an unknown type or the type ``diagnostic``, or lacks a required string
+field. The type set is closed on purpose: a new type is added here first, then written.
+
+Crash decision (torn tail): the writer appends each record as one ``write`` of the line plus
+LF, so bytes after the last LF can only come from a write that never completed, and were
+never acknowledged as persisted. Such a torn last line is ignored as not durable rather than
+making the whole session invalid; the projection then carries an ``interrupted`` diagnostic
+and is not complete. The next append truncates the torn bytes before writing, so they never
+become a malformed line in the middle of the file. A malformed *terminated* line is still
+``session_invalid``.
+
+This module never touches files and never decides what is shown; see projection.py.
+"""
+
+from typing import Any
+
+from magi_code.sessions.errors import SessionError
+
+Record = dict[str, Any]
+
+PROJECTED_TYPES = frozenset(
+    {"user", "assistant_chunk", "assistant", "reasoning_summary", "tool", "compaction"}
+)
+PRIVATE_TYPES = frozenset({"internal", "assessment", "reasoning"})
+RECORD_TYPES = PROJECTED_TYPES | PRIVATE_TYPES | {"session", "run_finished"}
+
+TOOL_STATES = frozenset({"started", "completed", "failed"})
+OUTCOMES = frozenset({"completed", "cancelled", "failed"})
+
+# Required string fields per type; "text" is additionally checked to be valid Unicode text.
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    "session": (),
+    "user": ("message_id", "run_id", "text"),
+    "assistant_chunk": ("message_id", "run_id", "text"),
+    "assistant": ("message_id", "run_id"),
+    "reasoning_summary": ("item_id", "run_id", "text"),
+    "tool": ("activity_id", "run_id", "name", "state"),
+    "compaction": ("text",),
+    "internal": (),
+    "assessment": (),
+    "reasoning": (),
+    "run_finished": ("run_id", "outcome"),
+}
+
+
+def _invalid() -> SessionError:
+    return SessionError("session_invalid")
+
+
+def _is_text(value: object) -> bool:
+    """A str that can be written as UTF-8 (JSON may smuggle in lone surrogates)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _optional_text(record: Record, key: str) -> None:
+    value = record.get(key)
+    if value is not None and not _is_text(value):
+        raise _invalid()
+
+
+def check_record(record: object, session_id: str) -> Record:
+    """Return `record` when it is a valid stored record of `session_id`, else session_invalid."""
+    if not isinstance(record, dict) or record.get("session_id") != session_id:
+        raise _invalid()
+    kind = record.get("type")
+    if not isinstance(kind, str) or kind not in RECORD_TYPES:
+        raise _invalid()
+    for key in _REQUIRED[kind]:
+        if not _is_text(record.get(key)):
+            raise _invalid()
+    if kind == "session":
+        _optional_text(record, "cwd")
+    elif kind == "assistant":
+        _optional_text(record, "text")
+    elif kind == "assistant_chunk":
+        index = record.get("index")
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise _invalid()
+    elif kind == "reasoning_summary":
+        if not isinstance(record.get("provider_summary", False), bool):
+            raise _invalid()
+    elif kind == "tool":
+        _optional_text(record, "summary")
+        if record["state"] not in TOOL_STATES:
+            raise _invalid()
+    elif kind == "run_finished":
+        _optional_text(record, "error_code")
+        if record["outcome"] not in OUTCOMES:
+            raise _invalid()
+    return record

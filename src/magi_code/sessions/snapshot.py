@@ -1,0 +1,171 @@
+"""An immutable, bounded history snapshot and the pages cut from it.
+
+A snapshot is built once from a `Projection` (`build`): every entry is chunked (chunking.py)
+into parts, each part measured as serialized; more than HISTORY_SNAPSHOT_BYTES of serialized
+parts or more than HISTORY_SNAPSHOT_PARTS parts is `history_limit`, never a truncated
+projection.
+
+Pages are cut greedily from a cursor: at most HISTORY_PAGE_ENTRIES parts and at most
+HISTORY_PAGE_BYTES for the whole serialized result object. Cursors are opaque, carry this
+snapshot's random nonce and are only accepted if this snapshot issued them. Before each page
+the owner's `is_current` check runs (file fingerprint, replay generation); once it fails the
+snapshot is stale for good. This module opens no files itself.
+"""
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from magi_code.limits import (
+    HISTORY_PAGE_BYTES,
+    HISTORY_PAGE_ENTRIES,
+    HISTORY_SNAPSHOT_BYTES,
+    HISTORY_SNAPSHOT_PARTS,
+)
+from magi_code.sessions.chunking import serialized_bytes, split_text
+from magi_code.sessions.errors import SessionError
+from magi_code.sessions.projection import Projection
+
+Part = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Page:
+    session_id: str
+    revision: str
+    entries: list[Part]
+    next_cursor: str | None
+    complete: bool
+
+    def result(self) -> dict[str, Any]:
+        """The `history.page` result object, exactly as it is measured."""
+        return {
+            "session_id": self.session_id,
+            "revision": self.revision,
+            "entries": self.entries,
+            "next_cursor": self.next_cursor,
+            "complete": self.complete,
+        }
+
+
+@dataclass(frozen=True)
+class Built:
+    """A projection chunked into parts, each with its serialized size."""
+
+    parts: list[Part]
+    sizes: list[int]
+    complete: bool
+    stored_ids: dict[str, int]
+
+
+def build(
+    projection: Projection,
+    *,
+    max_bytes: int = HISTORY_SNAPSHOT_BYTES,
+    max_parts: int = HISTORY_SNAPSHOT_PARTS,
+) -> Built:
+    """Chunk every entry and measure each part; history_limit past the snapshot budget."""
+    parts: list[Part] = []
+    sizes: list[int] = []
+    total = 0
+    for index, entry in enumerate(projection.entries):
+        pieces = split_text(entry.text)
+        for number, piece in enumerate(pieces):
+            part = {
+                "message_id": message_id(index),
+                "kind": entry.kind,
+                "text": piece,
+                "partial": entry.partial,
+                "part": number,
+                "last_part": number == len(pieces) - 1,
+            }
+            size = serialized_bytes(part)
+            total += size
+            if total > max_bytes or len(parts) >= max_parts:
+                raise SessionError("history_limit")
+            parts.append(part)
+            sizes.append(size)
+    return Built(parts, sizes, projection.complete, dict(projection.stored_ids))
+
+
+def message_id(index: int) -> str:
+    return f"m{index}"
+
+
+class HistorySnapshot:
+    """One revision of a session's projection; `page` serves it until it goes stale."""
+
+    def __init__(
+        self,
+        session_id: str,
+        revision: str,
+        built: Built,
+        is_current: Callable[[], bool],
+    ) -> None:
+        self.session_id = session_id
+        self.revision = revision
+        self.complete = built.complete
+        self._parts, self._sizes = built.parts, built.sizes
+        self._stored_ids = built.stored_ids
+        self._is_current = is_current
+        self._nonce = secrets.token_hex(8)
+        self._cursors: dict[str, int] = {}
+        self._stale = False
+
+    @property
+    def part_count(self) -> int:
+        return len(self._parts)
+
+    def message_id_for(self, stored_message_id: str) -> str | None:
+        """The projected ID of a stored user/assistant message_id, if it is in this snapshot."""
+        index = self._stored_ids.get(stored_message_id)
+        return None if index is None else message_id(index)
+
+    def invalidate(self) -> None:
+        self._stale = True
+
+    def page(self, revision: str, cursor: str | None) -> Page:
+        if self._stale or revision != self.revision:
+            raise SessionError("stale_revision")
+        if not self._is_current():
+            self._stale = True
+            raise SessionError("stale_revision")
+        start = 0 if cursor is None else self._cursors.get(cursor)
+        if start is None:
+            raise SessionError("stale_revision")
+        end = self._page_end(start)
+        next_cursor = self._issue(end) if end < len(self._parts) else None
+        page = Page(
+            self.session_id,
+            self.revision,
+            self._parts[start:end],
+            next_cursor,
+            self.complete and next_cursor is None,
+        )
+        if serialized_bytes(page.result()) > HISTORY_PAGE_BYTES:
+            raise SessionError("content_limit")  # chunking keeps this unreachable
+        return page
+
+    def _page_end(self, start: int) -> int:
+        widest_cursor = self._cursor_text(len(self._parts))
+        envelope = serialized_bytes(
+            Page(self.session_id, self.revision, [], widest_cursor, False).result()
+        )
+        size, end = envelope, start
+        while end < len(self._parts) and end - start < HISTORY_PAGE_ENTRIES:
+            grown = size + self._sizes[end] + (1 if end > start else 0)
+            if grown > HISTORY_PAGE_BYTES:
+                break
+            size, end = grown, end + 1
+        if end == start and start < len(self._parts):
+            raise SessionError("content_limit")
+        return end
+
+    def _cursor_text(self, index: int) -> str:
+        return f"{self._nonce}.{index}"
+
+    def _issue(self, index: int) -> str:
+        cursor = self._cursor_text(index)
+        self._cursors[cursor] = index
+        return cursor

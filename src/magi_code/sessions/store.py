@@ -1,0 +1,359 @@
+"""Session files and attachments: create, open, append, snapshot, close.
+
+`SessionStore(root)` keeps sessions in ``root/"sessions"`` (root is MC_HOME). An `Attachment`
+is one process's ownership of one session: it holds both leases (leases.py) from create/open
+until `close`, appends records, and keeps one history snapshot. Synchronous and guarded by
+locks, so the protocol server may call it from a worker thread; one operation at a time per
+attachment is still the caller's rule.
+
+What it must never do: write anything on create or open (the session file appears with the
+first append; lock files are the only exception), follow symlinks, return paths or record
+content in errors, or hand one session to two owners. Append failures surface as `OSError`
+(the runner maps them to persistence codes); schema violations by the caller as `ValueError`.
+"""
+
+import os
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from magi_code.sessions.chunking import dumps
+from magi_code.sessions.errors import SessionError
+from magi_code.sessions.ids import new_session_id, valid_session_id
+from magi_code.sessions.leases import Leases
+from magi_code.sessions.projection import Projection
+from magi_code.sessions.reader import (
+    Fingerprint,
+    ReadResult,
+    empty_digest,
+    fingerprint_of,
+    read_session,
+)
+from magi_code.sessions.records import check_record
+from magi_code.sessions.snapshot import Built, HistorySnapshot, Page, build
+
+Available = Callable[[str, str], bool]
+
+
+@dataclass(frozen=True)
+class Selection:
+    provider: str
+    model: str
+    thinking: str | None
+
+    def to_record(self) -> dict[str, str | None]:
+        return {"provider": self.provider, "model": self.model, "thinking": self.thinking}
+
+    @classmethod
+    def parse(cls, value: object) -> "Selection | None":
+        """The stored selection, or None when it is absent or malformed."""
+        if not isinstance(value, dict):
+            return None
+        provider, model, thinking = (value.get(k) for k in ("provider", "model", "thinking"))
+        if not (isinstance(provider, str) and isinstance(model, str)):
+            return None
+        if thinking is not None and not isinstance(thinking, str):
+            return None
+        return cls(provider, model, thinking)
+
+
+class SessionStore:
+    """All sessions under one MC_HOME, and the attachments this process holds."""
+
+    def __init__(self, root: Path) -> None:
+        self.directory = root / "sessions"
+        self._lock = threading.Lock()
+        self._held: dict[str, Attachment] = {}
+
+    @staticmethod
+    def new_id() -> str:
+        return new_session_id()
+
+    def path_of(self, session_id: str) -> Path:
+        if not valid_session_id(session_id):
+            raise ValueError("malformed session id")
+        return self.directory / f"{session_id}.jsonl"
+
+    def create(self, cwd: str | Path, selection: Selection | None) -> "Attachment":
+        """A new lazy session (no file until the first append) with its leases taken."""
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        while True:
+            session_id = self.new_id()
+            leases = Leases.acquire(self.directory, session_id)
+            if not self.path_of(session_id).exists():
+                break
+            leases.release()
+        attachment = Attachment(
+            self, session_id, os.path.realpath(cwd), leases, _State.lazy(selection)
+        )
+        with self._lock:
+            self._held[session_id] = attachment
+        return attachment
+
+    def open(
+        self, session_id: str, cwd: str | Path, available: Available | None = None
+    ) -> tuple["Attachment", list[str]]:
+        """Attach an existing session (or this process's own lazy one); returns notices.
+
+        Raises session_missing, session_busy, session_invalid, history_limit or cwd_mismatch.
+        A failed open leaves any previous attachment of this process intact.
+        """
+        path = self.path_of(session_id)
+        canonical = os.path.realpath(cwd)
+        with self._lock:
+            previous = self._held.get(session_id)
+        if previous is not None:
+            return self._reopen(previous, canonical, available)
+        if not path.exists():
+            raise SessionError("session_missing")
+        leases = Leases.acquire(self.directory, session_id)
+        try:
+            state, notices = _State.from_read(read_session(path, session_id, canonical), available)
+        except BaseException:
+            leases.release()
+            raise
+        attachment = Attachment(self, session_id, canonical, leases, state)
+        with self._lock:
+            self._held[session_id] = attachment
+        return attachment, notices
+
+    def _reopen(
+        self, previous: "Attachment", canonical: str, available: Available | None
+    ) -> tuple["Attachment", list[str]]:
+        """Same-process reopen: validate afresh, then move the leases to a new attachment."""
+        if canonical != previous.cwd:
+            raise SessionError("cwd_mismatch")
+        path = self.path_of(previous.session_id)
+        if path.exists():
+            state, notices = _State.from_read(
+                read_session(path, previous.session_id, canonical), available
+            )
+        elif previous.durable:
+            raise SessionError("session_missing")
+        else:
+            state, notices = _State.lazy(previous.selection), []
+        leases = previous.hand_over()
+        attachment = Attachment(self, previous.session_id, canonical, leases, state)
+        with self._lock:
+            self._held[previous.session_id] = attachment
+        return attachment, notices
+
+    def _forget(self, attachment: "Attachment") -> None:
+        with self._lock:
+            if self._held.get(attachment.session_id) is attachment:
+                del self._held[attachment.session_id]
+
+
+@dataclass
+class _State:
+    """What an attachment starts from: a read of the file, or nothing yet."""
+
+    durable: bool
+    selection: Selection | None
+    read: ReadResult | None
+    built: Built
+
+    @classmethod
+    def lazy(cls, selection: Selection | None) -> "_State":
+        return cls(False, selection, None, build(Projection([], True)))
+
+    @classmethod
+    def from_read(cls, read: ReadResult, available: Available | None) -> tuple["_State", list[str]]:
+        notices = [] if read.cwd_verified else ["cwd_unverified"]
+        selection = Selection.parse(read.selection)
+        if read.selection is not None and selection is None:
+            notices.append("saved_selection_notice")
+        elif (
+            selection is not None
+            and available is not None
+            and not available(selection.provider, selection.model)
+        ):
+            notices.append("saved_selection_unavailable")
+        return cls(True, selection, read, build(read.projection)), notices
+
+
+class Attachment:
+    """One process's ownership of one session, from create/open until `close`."""
+
+    def __init__(
+        self, store: SessionStore, session_id: str, cwd: str, leases: Leases, state: _State
+    ) -> None:
+        self.session_id = session_id
+        self.cwd = cwd
+        self.durable = state.durable
+        self.selection = state.selection
+        self._store = store
+        self._path = store.path_of(session_id)
+        self._leases = leases
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+        self._generation = 0
+        read = state.read
+        self._needs_header = read is None or (read.durable_size == 0 and not read.has_header)
+        self._good_size = 0 if read is None else read.durable_size
+        self._busy: str | None = None
+        self._snapshot = self._make_snapshot(read, state.built, 0)
+
+    # ---- history -------------------------------------------------------------------------
+
+    @property
+    def history(self) -> HistorySnapshot:
+        """The one current snapshot (taken at create/open, or by the last `snapshot()`)."""
+        return self._snapshot
+
+    def snapshot(self) -> HistorySnapshot:
+        """Re-read the file and replace the current snapshot (the old one goes stale).
+
+        Raises busy during a turn or another history operation, stale_session once detached,
+        and the read errors of `SessionStore.open`.
+        """
+        with self._activity("history"):
+            generation = self._generation
+            durable = self.durable
+            read = read_session(self._path, self.session_id, self.cwd) if durable else None
+            built = build(Projection([], True) if read is None else read.projection)
+            with self._lock:
+                self._snapshot.invalidate()
+                self._snapshot = self._make_snapshot(read, built, generation)
+                return self._snapshot
+
+    def page(self, session_id: str, revision: str, cursor: str | None) -> Page:
+        """One page of the current snapshot: stale_session for another session's ID."""
+        if session_id != self.session_id:
+            raise SessionError("stale_session")
+        with self._activity("history"):
+            return self._snapshot.page(revision, cursor)
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        """Mark a run in progress: history operations answer busy until it ends."""
+        with self._activity("turn"):
+            yield
+
+    @contextmanager
+    def _activity(self, kind: str) -> Iterator[None]:
+        with self._lock:
+            self._check_attached()
+            if self._busy is not None:
+                raise SessionError("busy")
+            self._busy = kind
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._busy = None
+
+    def _make_snapshot(
+        self, read: ReadResult | None, built: Built, generation: int
+    ) -> HistorySnapshot:
+        digest = empty_digest() if read is None else read.digest
+        print_ = None if read is None else read.fingerprint
+        return HistorySnapshot(
+            self.session_id,
+            f"r{generation}.{digest}",
+            built,
+            lambda: self._unchanged(generation, print_),
+        )
+
+    def _unchanged(self, generation: int, expected: Fingerprint | None) -> bool:
+        if generation != self._generation:
+            return False
+        tail = 0 if expected is None else len(expected.tail)
+        return fingerprint_of(self._path, tail) == expected
+
+    # ---- writing -------------------------------------------------------------------------
+
+    def append(self, record: Mapping[str, Any], *, fsync: bool) -> None:
+        """Append one record (and the session header first, if the file has none yet)."""
+        line = {"session_id": self.session_id, **record}
+        try:
+            check_record(line, self.session_id)
+        except SessionError:
+            raise ValueError("record does not follow the session schema") from None
+        with self._lock:
+            self._check_attached()
+            data = (dumps(line) + "\n").encode("utf-8")
+            if self._needs_header:
+                data = (dumps(self._header()) + "\n").encode("utf-8") + data
+            self._write(data, fsync=fsync)
+            self._needs_header = False
+            self.durable = True
+            self._generation += 1
+            self._snapshot.invalidate()
+
+    def _header(self) -> dict[str, Any]:
+        header: dict[str, Any] = {
+            "session_id": self.session_id,
+            "type": "session",
+            "cwd": self.cwd,
+            "created_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+        }
+        if self.selection is not None:
+            header["selection"] = self.selection.to_record()
+        return header
+
+    def _write(self, data: bytes, *, fsync: bool) -> None:
+        created = self._fd is None and not self.durable
+        fd = self._open_for_append()
+        # Bytes past the last whole record come from a write that never finished (a crash, or
+        # a failed write here): drop them so the new record starts on its own line.
+        if os.fstat(fd).st_size != self._good_size:
+            os.ftruncate(fd, self._good_size)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if fsync:
+            os.fsync(fd)
+            if created:
+                _fsync_directory(self._path.parent)
+        self._good_size += len(data)
+
+    def _open_for_append(self) -> int:
+        if self._fd is None:
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
+            if not self.durable:
+                flags |= os.O_CREAT | os.O_EXCL
+            self._fd = os.open(self._path, flags, 0o600)
+        return self._fd
+
+    # ---- ownership -----------------------------------------------------------------------
+
+    def _check_attached(self) -> None:
+        if not self._leases.held:
+            raise SessionError("stale_session")
+
+    def hand_over(self) -> Leases:
+        """Give this attachment's leases to its successor; this one becomes stale."""
+        with self._lock:
+            self._check_attached()
+            if self._busy is not None:
+                raise SessionError("busy")
+            leases, self._leases = self._leases, Leases([])
+            self._close_fd()
+            self._snapshot.invalidate()
+            return leases
+
+    def close(self) -> None:
+        """Release the leases (idempotent); the snapshot goes stale."""
+        with self._lock:
+            self._close_fd()
+            self._snapshot.invalidate()
+            self._leases.release()
+        self._store._forget(self)
+
+    def _close_fd(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
