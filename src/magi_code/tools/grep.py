@@ -36,14 +36,14 @@ class GrepArgs:
 @dataclass
 class _Found:
     out: Lines = field(default_factory=lambda: Lines(TEXT_BYTES))
-    matches: int = 0
+    matches: int = 0  # one past GREP_MATCHES means "and there are more"
     files: int = 0
     skipped: int = 0  # binary, oversized or unreadable files
     walk: Walk | None = None
 
     @property
     def done(self) -> bool:
-        return self.matches >= GREP_MATCHES or self.out.full
+        return self.matches > GREP_MATCHES or self.out.full
 
 
 class Grep:
@@ -101,13 +101,14 @@ class Grep:
             found = await anyio.to_thread.run_sync(_search, root, shown, regex, args.include)
         except OSError as e:
             return failed(os_error_code(e), shown, summary)
-        return ToolOutcome(ok=True, output=_render(found), summary=f"{summary} ({found.matches})")
+        count = min(found.matches, GREP_MATCHES)
+        return ToolOutcome(ok=True, output=_render(found), summary=f"{summary} ({count})")
 
 
 def _render(found: _Found) -> str:
     text = found.out.render("matches") if found.out.lines else "(no matches)"
-    if found.matches >= GREP_MATCHES:
-        text += f"\n[stopped at {GREP_MATCHES} matches]"
+    if found.matches > GREP_MATCHES:
+        text += f"\n[stopped after {GREP_MATCHES} matches]"
     if found.walk is not None and found.walk.truncated:
         text += f"\n[search stopped after {found.walk.visited} entries]"
     if found.skipped:
@@ -152,6 +153,7 @@ def _scan(path: Path, shown: str, regex: re.Pattern[str], found: _Found) -> None
                 line = decode_line(raw)
                 if regex.search(line):
                     found.matches += 1
-                    found.out.add(f"{shown}:{number}:{cut_line(line)}")
+                    if found.matches <= GREP_MATCHES:
+                        found.out.add(f"{shown}:{number}:{cut_line(line)}")
     except OSError:
         found.skipped += 1
