@@ -1,0 +1,90 @@
+"""The approval broker: one run's pending approvals, each decided exactly once.
+
+Lives in one anyio event loop; `answer` and `deny_all` are plain synchronous calls that must be
+made from that loop (the protocol thread marshals into it, e.g. `from_thread.run_sync`), so
+there is no lock: the first `answer` for a live id wins and every later one loses.
+
+Rules:
+- Only an explicit allow authorizes. Expiry, `deny_all` (disconnect, cancel) and cancellation
+  of the waiting task all deny.
+- An id is live from just before its announcement until its waiter returns; it is never live
+  again (ids are fresh UUIDs), so a wrong, expired, answered or cancelled id gets False, which
+  the protocol reports as `stale_approval`.
+- Cancellation of `request` is never swallowed: the id dies and the cancellation propagates.
+"""
+
+import math
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import anyio
+
+from magi_code.limits import APPROVAL_EXPIRY_MS
+from magi_code.tools.summaries import safe_summary
+
+Announce = Callable[[str, str, int], Awaitable[None]]  # (approval_id, summary, expires_in_ms)
+
+
+def _new_id() -> str:
+    return str(uuid.uuid4())
+
+
+@dataclass
+class _Pending:
+    deadline: float  # anyio clock
+    decided: anyio.Event = field(default_factory=anyio.Event)
+    allow: bool = False
+
+
+class ApprovalBroker:
+    def __init__(
+        self,
+        announce: Announce,
+        *,
+        expiry_ms: int = APPROVAL_EXPIRY_MS,
+        new_id: Callable[[], str] = _new_id,
+    ) -> None:
+        self._announce = announce
+        self._expiry_ms = expiry_ms
+        self._new_id = new_id
+        self._pending: dict[str, _Pending] = {}
+        self._closed = False
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    async def request(self, summary: str) -> bool:
+        """Announce an approval and wait for its answer; True only for an explicit allow."""
+        if self._closed:
+            return False
+        approval_id = self._new_id()
+        pending = _Pending(deadline=anyio.current_time() + self._expiry_ms / 1000)
+        self._pending[approval_id] = pending
+        try:
+            remaining_ms = math.ceil((pending.deadline - anyio.current_time()) * 1000)
+            await self._announce(approval_id, safe_summary(summary), max(0, remaining_ms))
+            with anyio.CancelScope(deadline=pending.deadline):
+                await pending.decided.wait()
+            return pending.allow
+        finally:
+            del self._pending[approval_id]
+
+    def answer(self, approval_id: str, allow: bool) -> bool:
+        """Record a reply; True only for the one reply that decides a live approval."""
+        pending = self._pending.get(approval_id)
+        if pending is None or pending.decided.is_set():
+            return False
+        if anyio.current_time() >= pending.deadline:
+            return False
+        pending.allow = allow
+        pending.decided.set()
+        return True
+
+    def deny_all(self) -> None:
+        """Deny every pending approval and every later request (disconnect, cancel, end)."""
+        self._closed = True
+        for pending in self._pending.values():
+            if not pending.decided.is_set():
+                pending.decided.set()

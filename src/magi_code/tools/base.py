@@ -1,0 +1,77 @@
+"""The tool contract: what the runner may ask of a tool, and what a tool hands back.
+
+The runner calls, in order: `parse` (model JSON -> typed args, or ToolInputError with a code),
+`access` (what the call would touch, for the permission policy), `describe` (a safe line for
+activity and approval events), and, once allowed, `run`. A tool never decides its own
+permission, never prints, and never lets anyio cancellation turn into a result.
+
+`ToolOutcome` enforces its own invariants: whatever a tool puts in `summary` leaves redacted
+and bounded, and `output` is bounded for the model.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol, TypeVar
+
+from magi_code.tools.limits import OUTPUT_BYTES
+from magi_code.tools.summaries import clip_utf8, safe_summary
+
+InputErrorCode = Literal["invalid_json", "invalid_arguments", "arguments_too_large"]
+AccessKind = Literal["read", "write", "shell"]
+
+ArgsT = TypeVar("ArgsT")
+
+
+class ToolInputError(ValueError):
+    """The model's arguments are not JSON, not the tool's shape, or too large. Carries a code."""
+
+    def __init__(self, code: InputErrorCode) -> None:
+        super().__init__(code)
+        self.code: InputErrorCode = code
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    workspace: Path  # canonical cwd of the run
+    env: Mapping[str, str]  # environment for subprocesses
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    ok: bool
+    output: str  # text for the model, at most OUTPUT_BYTES UTF-8 bytes
+    summary: str  # safe: redacted, one line, at most SUMMARY_BYTES; no raw params or results
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "output", clip_utf8(self.output, OUTPUT_BYTES))
+        object.__setattr__(self, "summary", safe_summary(self.summary))
+
+
+@dataclass(frozen=True)
+class Access:
+    kind: AccessKind
+    paths: tuple[Path, ...] = ()  # resolved, canonical
+    command: str | None = None  # the shell command, verbatim
+
+
+class Tool(Protocol[ArgsT]):
+    name: str
+    description: str
+    parameters: dict[str, object]  # JSON schema of the arguments object
+
+    def parse(self, arguments: str) -> ArgsT:
+        """Decode the model's JSON text; raise ToolInputError on bad JSON or shape."""
+        ...
+
+    def access(self, args: ArgsT, ctx: ToolContext) -> Access:
+        """What the call would touch, resolved against the workspace."""
+        ...
+
+    def describe(self, args: ArgsT, ctx: ToolContext) -> str:
+        """A safe one-line summary for activity and approval events."""
+        ...
+
+    async def run(self, args: ArgsT, ctx: ToolContext) -> ToolOutcome:
+        """Do the work. Cancellation propagates; every other failure is an outcome."""
+        ...

@@ -1,0 +1,234 @@
+"""read_file, write_file and edit_file: one file each call, blocking I/O in a worker thread.
+
+Threads are not abandoned on cancellation (a write is never left half-done behind the
+runner's back); each operation is bounded, so the wait is short. Failures become outcomes
+with a stable error word, never an exception's text.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from magi_code.tools import args as A
+from magi_code.tools.base import Access, ToolContext, ToolOutcome
+from magi_code.tools.limits import EDIT_FILE_BYTES, READ_DEFAULT_LINES, READ_MAX_LINES, TEXT_BYTES
+from magi_code.tools.paths import display, os_error_code, resolve
+from magi_code.tools.summaries import safe_summary
+from magi_code.tools.text import Lines, cut_line, decode_line, is_binary, read_line
+
+
+def failed(code: str, what: str, summary: str) -> ToolOutcome:
+    return ToolOutcome(ok=False, output=f"error: {code}: {what}", summary=f"{summary}: {code}")
+
+
+_PATH = {"type": "string", "description": "File path, relative to the workspace or absolute."}
+
+
+@dataclass(frozen=True)
+class ReadArgs:
+    path: str
+    offset: int  # first line, 1-based
+    limit: int  # lines
+
+
+class ReadFile:
+    name = "read_file"
+    description = (
+        "Read a text file. Lines are numbered (number, tab, text). "
+        "Use offset (1-based line) and limit (lines) to page through long files."
+    )
+
+    def __init__(self) -> None:
+        self.parameters: dict[str, object] = {
+            "type": "object",
+            "properties": {
+                "path": _PATH,
+                "offset": {"type": "integer", "minimum": 1},
+                "limit": {"type": "integer", "minimum": 1, "maximum": READ_MAX_LINES},
+            },
+            "required": ["path"],
+            "additionalProperties": False,
+        }
+
+    def parse(self, arguments: str) -> ReadArgs:
+        f = A.load_object(arguments, {"path"}, {"offset", "limit"})
+        return ReadArgs(
+            A.text(f, "path"),
+            A.whole(f, "offset", 1, 1, 2**62),
+            A.whole(f, "limit", READ_DEFAULT_LINES, 1, READ_MAX_LINES),
+        )
+
+    def access(self, args: ReadArgs, ctx: ToolContext) -> Access:
+        return Access("read", (resolve(ctx, args.path),))
+
+    def describe(self, args: ReadArgs, ctx: ToolContext) -> str:
+        return safe_summary(f"read {display(ctx, resolve(ctx, args.path))}")
+
+    async def run(self, args: ReadArgs, ctx: ToolContext) -> ToolOutcome:
+        path = resolve(ctx, args.path)
+        shown = display(ctx, path)
+        try:
+            return await anyio.to_thread.run_sync(_read, path, shown, args)
+        except OSError as e:
+            return failed(os_error_code(e), shown, f"read {shown}")
+
+
+def _read(path: Path, shown: str, args: ReadArgs) -> ToolOutcome:
+    out = Lines(TEXT_BYTES)
+    number = 0
+    with path.open("rb") as handle:
+        if is_binary(handle):
+            return failed("not_text", f"{shown} looks binary", f"read {shown}")
+        while (raw := read_line(handle)) is not None:
+            number += 1
+            if number < args.offset:
+                continue
+            if len(out.lines) >= args.limit or not out.add(
+                f"{number:6}\t{cut_line(decode_line(raw))}"
+            ):
+                break
+    first, last = args.offset, args.offset + len(out.lines) - 1
+    if not out.lines:
+        note = "(empty file)" if number == 0 else f"(no line {args.offset}: {number} lines)"
+        return ToolOutcome(ok=True, output=note, summary=f"read {shown} (no lines)")
+    text = "\n".join(out.lines)
+    if raw is not None:
+        text += f"\n[more lines follow: read_file with offset={last + 1}]"
+    return ToolOutcome(ok=True, output=text, summary=f"read {shown} (lines {first}-{last})")
+
+
+@dataclass(frozen=True)
+class WriteArgs:
+    path: str
+    content: str
+
+
+class WriteFile:
+    name = "write_file"
+    description = "Create or overwrite a file with the given content; parent folders are created."
+
+    def __init__(self) -> None:
+        self.parameters: dict[str, object] = {
+            "type": "object",
+            "properties": {"path": _PATH, "content": {"type": "string"}},
+            "required": ["path", "content"],
+            "additionalProperties": False,
+        }
+
+    def parse(self, arguments: str) -> WriteArgs:
+        f = A.load_object(arguments, {"path", "content"}, set())
+        return WriteArgs(A.text(f, "path"), A.text(f, "content", empty=True, nul=True))
+
+    def access(self, args: WriteArgs, ctx: ToolContext) -> Access:
+        return Access("write", (resolve(ctx, args.path),))
+
+    def describe(self, args: WriteArgs, ctx: ToolContext) -> str:
+        return safe_summary(f"write {display(ctx, resolve(ctx, args.path))}")
+
+    async def run(self, args: WriteArgs, ctx: ToolContext) -> ToolOutcome:
+        path = resolve(ctx, args.path)
+        shown = display(ctx, path)
+        try:
+            data = args.content.encode("utf-8")
+        except UnicodeEncodeError:
+            return failed("not_text", "content is not valid Unicode", f"write {shown}")
+        try:
+            existed = await anyio.to_thread.run_sync(_write, path, data)
+        except OSError as e:
+            return failed(os_error_code(e), shown, f"write {shown}")
+        verb = "overwrote" if existed else "created"
+        return ToolOutcome(
+            ok=True, output=f"{verb} {shown} ({len(data)} bytes)", summary=f"{verb} {shown}"
+        )
+
+
+def _write(path: Path, data: bytes) -> bool:
+    """Write in place (keeping mode, owner and hard links); report whether the file existed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    existed = path.exists()
+    with path.open("wb") as handle:
+        handle.write(data)
+    return existed
+
+
+@dataclass(frozen=True)
+class EditArgs:
+    path: str
+    old: str
+    new: str
+    replace_all: bool
+
+
+class EditFile:
+    name = "edit_file"
+    description = (
+        "Replace exact text in a file. `old` must occur exactly once unless replace_all is "
+        "true; include surrounding lines to make it unique."
+    )
+
+    def __init__(self) -> None:
+        self.parameters: dict[str, object] = {
+            "type": "object",
+            "properties": {
+                "path": _PATH,
+                "old": {"type": "string", "description": "Exact text to replace (non-empty)."},
+                "new": {"type": "string", "description": "Replacement text."},
+                "replace_all": {"type": "boolean"},
+            },
+            "required": ["path", "old", "new"],
+            "additionalProperties": False,
+        }
+
+    def parse(self, arguments: str) -> EditArgs:
+        f = A.load_object(arguments, {"path", "old", "new"}, {"replace_all"})
+        return EditArgs(
+            A.text(f, "path"),
+            A.text(f, "old", nul=True),
+            A.text(f, "new", empty=True, nul=True),
+            A.flag(f, "replace_all"),
+        )
+
+    def access(self, args: EditArgs, ctx: ToolContext) -> Access:
+        return Access("write", (resolve(ctx, args.path),))
+
+    def describe(self, args: EditArgs, ctx: ToolContext) -> str:
+        return safe_summary(f"edit {display(ctx, resolve(ctx, args.path))}")
+
+    async def run(self, args: EditArgs, ctx: ToolContext) -> ToolOutcome:
+        path = resolve(ctx, args.path)
+        shown = display(ctx, path)
+        try:
+            return await anyio.to_thread.run_sync(_edit, path, shown, args)
+        except OSError as e:
+            return failed(os_error_code(e), shown, f"edit {shown}")
+
+
+def _edit(path: Path, shown: str, args: EditArgs) -> ToolOutcome:
+    summary = f"edit {shown}"
+    with path.open("rb") as handle:
+        data = handle.read(EDIT_FILE_BYTES + 1)
+    if len(data) > EDIT_FILE_BYTES:
+        return failed("too_large", f"{shown} exceeds {EDIT_FILE_BYTES} bytes", summary)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return failed("not_text", f"{shown} is not UTF-8 text", summary)
+    count = text.count(args.old)
+    if count == 0:
+        return failed("no_match", f"`old` does not occur in {shown}", summary)
+    if count > 1 and not args.replace_all:
+        why = f"`old` occurs {count} times in {shown}; add context or set replace_all"
+        return failed("ambiguous", why, summary)
+    if args.old == args.new:
+        return failed("no_change", "`old` and `new` are identical", summary)
+    try:
+        new_data = text.replace(args.old, args.new).encode("utf-8")
+    except UnicodeEncodeError:
+        return failed("not_text", "`new` is not valid Unicode", summary)
+    with path.open("wb") as handle:
+        handle.write(new_data)
+    plural = "" if count == 1 else "s"
+    return ToolOutcome(
+        ok=True, output=f"edited {shown}: {count} replacement{plural}", summary=f"edited {shown}"
+    )

@@ -1,0 +1,152 @@
+"""The permission policy: settings in, allow/ask/deny out. Sans-I/O.
+
+Built once from the `[permissions]` settings table (a bad shape raises PolicyError, which
+startup reports as `configuration_invalid`). `decide` reads nothing from disk: the tool has
+already resolved its paths to canonical form.
+
+Rules:
+- Rules are tried in order; the first whose tool, command pattern and path glob all match
+  decides. A later rule never overrides an earlier one, whatever it says.
+- A call touching several paths is decided per path; the strictest answer wins.
+- No rule: reads inside the workspace get `default_read` (allow); writes get `default_write`
+  (ask); shell gets `default_shell` (ask). Outside the workspace a default is at least `ask`.
+- A `command` pattern with wildcards never *allows* a command holding shell operators
+  (`;`, `&`, `|`, backquote, `$(`, redirections, newlines): `git status*` must not allow
+  `git status; rm -rf ~`. Such commands fall through to later rules and the default.
+- Relative path globs are anchored at the workspace; absolute ones match canonical paths
+  literally (so name the real directory, not a symlink to it).
+"""
+
+import fnmatch
+import functools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from magi_code.tools.base import Access
+from magi_code.tools.globs import GlobError, compile_glob
+from magi_code.tools.paths import inside
+
+Decision = Literal["allow", "ask", "deny"]
+DECISIONS: tuple[Decision, ...] = ("allow", "ask", "deny")  # in order of strictness
+
+_OPERATORS = re.compile(r"[;&|`<>\n\r]|\$\(")
+_WILDCARDS = re.compile(r"[*?\[]")
+_TOP_KEYS = frozenset({"default_read", "default_write", "default_shell", "rules"})
+_RULE_KEYS = frozenset({"tool", "decision", "command", "path"})
+
+
+class PolicyError(ValueError):
+    """The permissions settings have a bad shape. Carries no settings text."""
+
+    code = "configuration_invalid"
+
+
+@dataclass(frozen=True)
+class Rule:
+    tool: str  # a tool name or "*"
+    decision: Decision
+    command: str | None = None  # fnmatch pattern on the whole command
+    path: str | None = None  # glob, relative to the workspace or absolute
+
+    def matches(self, tool: str, access: Access, path: Path | None, workspace: Path) -> bool:
+        if self.tool not in ("*", tool):
+            return False
+        if self.command is not None and not self._matches_command(access.command):
+            return False
+        if self.path is not None:
+            return path is not None and _path_matches(self.path, path, workspace)
+        return True
+
+    def _matches_command(self, command: str | None) -> bool:
+        if command is None or self.command is None:
+            return False
+        wild_allow = self.decision == "allow" and _WILDCARDS.search(self.command)
+        if wild_allow and _OPERATORS.search(command):
+            return False
+        return fnmatch.fnmatchcase(command, self.command)
+
+
+@dataclass(frozen=True)
+class Policy:
+    default_read: Decision = "allow"
+    default_write: Decision = "ask"
+    default_shell: Decision = "ask"
+    rules: tuple[Rule, ...] = ()
+
+    @classmethod
+    def from_settings(cls, table: object) -> "Policy":
+        """Validate the `[permissions]` table (None or missing means all defaults)."""
+        if table is None:
+            return cls()
+        if not isinstance(table, Mapping) or not set(table) <= _TOP_KEYS:
+            raise PolicyError
+        rules = table.get("rules", [])
+        if not isinstance(rules, Sequence) or isinstance(rules, str | bytes):
+            raise PolicyError
+        return cls(
+            default_read=_decision(table.get("default_read", "allow")),
+            default_write=_decision(table.get("default_write", "ask")),
+            default_shell=_decision(table.get("default_shell", "ask")),
+            rules=tuple(_rule(r) for r in rules),
+        )
+
+    def decide(self, tool: str, access: Access, workspace: Path) -> Decision:
+        paths: tuple[Path | None, ...] = access.paths or (None,)
+        return strictest(self._decide_one(tool, access, p, workspace) for p in paths)
+
+    def _decide_one(self, tool: str, access: Access, path: Path | None, ws: Path) -> Decision:
+        for rule in self.rules:
+            if rule.matches(tool, access, path, ws):
+                return rule.decision
+        if access.kind == "shell":
+            return self.default_shell
+        default = self.default_read if access.kind == "read" else self.default_write
+        if path is not None and inside(path, ws):
+            return default
+        return strictest((default, "ask"))
+
+
+def strictest(decisions: Iterable[Decision]) -> Decision:
+    return max(decisions, key=DECISIONS.index)
+
+
+_compiled = functools.lru_cache(maxsize=256)(compile_glob)
+
+
+def _path_matches(pattern: str, path: Path, workspace: Path) -> bool:
+    regex = _compiled(pattern)
+    if pattern.startswith("/"):
+        return regex.fullmatch(path.as_posix()) is not None
+    if not inside(path, workspace):
+        return False
+    rel = path.relative_to(workspace).as_posix()
+    return regex.fullmatch("" if rel == "." else rel) is not None
+
+
+def _decision(value: object) -> Decision:
+    if value not in DECISIONS:
+        raise PolicyError
+    return value
+
+
+def _rule(raw: object) -> Rule:
+    if not isinstance(raw, Mapping) or not set(raw) <= _RULE_KEYS or "decision" not in raw:
+        raise PolicyError
+    tool = raw.get("tool", "*")
+    command = raw.get("command")
+    path = raw.get("path")
+    if not isinstance(tool, str) or not tool:
+        raise PolicyError
+    if command is not None and (not isinstance(command, str) or not command):
+        raise PolicyError
+    if path is not None:
+        if not isinstance(path, str):
+            raise PolicyError
+        try:
+            compile_glob(path)
+        except GlobError:
+            raise PolicyError from None
+    return Rule(tool, _decision(raw["decision"]), command, path)

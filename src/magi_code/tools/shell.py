@@ -1,0 +1,222 @@
+"""shell: one command through `/bin/sh -c` in the workspace, owned from spawn to the last child.
+
+Rules:
+- The child starts a new session, so it leads its own process group; that group is what we
+  signal. It gets stdin from /dev/null and one fresh pipe for stdout and stderr together:
+  never a descriptor of ours (the protocol's fds are non-inheritable, and fd 0-2 are
+  replaced), so no tool output can reach the wire.
+- The group is always reaped before `run` returns or raises: SIGTERM, a grace period, then
+  SIGKILL. That happens on timeout, on cancellation (in a shielded scope, after which the
+  cancellation propagates), and after a normal exit for background processes left behind.
+- Output keeps the first and last halves of SHELL_OUTPUT_BYTES with a note of what was
+  dropped; the pipe is drained to the end so a chatty child never blocks on it.
+"""
+
+import codecs
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+
+import anyio
+import anyio.abc
+
+from magi_code.tools import args as A
+from magi_code.tools.base import Access, ToolContext, ToolOutcome
+from magi_code.tools.limits import (
+    SHELL_DRAIN_S,
+    SHELL_KILL_GRACE_S,
+    SHELL_MAX_TIMEOUT_S,
+    SHELL_OUTPUT_BYTES,
+    SHELL_TIMEOUT_S,
+)
+from magi_code.tools.summaries import safe_summary
+
+SHELL = "/bin/sh"
+_GROUP_POLL_S = 0.02
+
+
+@dataclass(frozen=True)
+class ShellArgs:
+    command: str
+    timeout_s: float
+
+
+class Capture:
+    """Keeps the first `limit` bytes, then the head half and a sliding tail half."""
+
+    def __init__(self, limit: int = SHELL_OUTPUT_BYTES) -> None:
+        self.limit = limit
+        self.half = limit // 2
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self.eof = False
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.limit - len(self.head)
+        self.head += chunk[:room]
+        rest = chunk[room:]
+        if rest:
+            self.tail += rest
+            del self.tail[: max(0, len(self.tail) - (self.limit - self.half))]
+
+    def text(self) -> str:
+        if self.total <= self.limit:
+            return bytes(self.head).decode("utf-8", "replace")
+        front = codecs.getincrementaldecoder("utf-8")("replace").decode(self.head[: self.half])
+        back = bytes(self.head[self.half :] + self.tail)[-(self.limit - self.half) :]
+        back = back.lstrip(bytes(range(0x80, 0xC0)))  # no torn character at the cut
+        dropped = self.total - self.half - len(back)
+        note = f"\n[... {dropped} bytes of output omitted ...]\n"
+        return front + note + back.decode("utf-8", "replace")
+
+
+class Shell:
+    name = "shell"
+
+    def __init__(
+        self,
+        default_timeout_s: float = SHELL_TIMEOUT_S,
+        max_timeout_s: float = SHELL_MAX_TIMEOUT_S,
+        output_bytes: int = SHELL_OUTPUT_BYTES,
+    ) -> None:
+        self.default_timeout_s = default_timeout_s
+        self.max_timeout_s = max_timeout_s
+        self.output_bytes = output_bytes
+        self.description = (
+            "Run a command with /bin/sh -c in the workspace; stdout and stderr are combined, "
+            f"stdin is empty. Timeout in seconds (default {default_timeout_s:g}, "
+            f"max {max_timeout_s:g}); the whole process group is killed when it expires. "
+            "Background processes left running at exit are killed too."
+        )
+        self.parameters: dict[str, object] = {
+            "type": "object",
+            "properties": {
+                "command": {"type": "string"},
+                "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": max_timeout_s},
+            },
+            "required": ["command"],
+            "additionalProperties": False,
+        }
+
+    def parse(self, arguments: str) -> ShellArgs:
+        f = A.load_object(arguments, {"command"}, {"timeout"})
+        timeout = A.number(f, "timeout", self.default_timeout_s, 0.0, self.max_timeout_s)
+        return ShellArgs(A.text(f, "command"), timeout)
+
+    def access(self, args: ShellArgs, ctx: ToolContext) -> Access:
+        return Access("shell", (), args.command)
+
+    def describe(self, args: ShellArgs, ctx: ToolContext) -> str:
+        return safe_summary(f"run: {args.command}")
+
+    async def run(self, args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
+        capture = Capture(self.output_bytes)
+        try:
+            process = await anyio.open_process(
+                [SHELL, "-c", args.command],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                cwd=ctx.workspace,
+                env=dict(ctx.env),
+                start_new_session=True,
+            )
+        except OSError:
+            return ToolOutcome(False, "error: could not start /bin/sh", "run: failed to start")
+        exit_code: int | None = None
+        try:
+            with anyio.move_on_after(args.timeout_s) as deadline:
+                await _collect(process, capture)
+        finally:
+            exit_code = process.returncode  # None: still running, about to be killed
+            with anyio.CancelScope(shield=True):
+                await kill_group(process)
+                await process.aclose()
+        timed_out = deadline.cancelled_caught and exit_code is None
+        return _outcome(args, process.returncode, capture, timed_out)
+
+
+async def _collect(process: anyio.abc.Process, capture: Capture) -> None:
+    """Read until EOF; once the shell exits, leftover writers get SHELL_DRAIN_S to finish."""
+    stream = process.stdout
+    assert stream is not None
+
+    async def pump() -> None:
+        async for chunk in stream:
+            capture.add(chunk)
+        capture.eof = True
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump)
+        await process.wait()
+        drain_until = anyio.current_time() + SHELL_DRAIN_S
+        tg.cancel_scope.deadline = min(tg.cancel_scope.deadline, drain_until)
+
+
+async def kill_group(process: anyio.abc.Process) -> None:
+    """SIGTERM the child's group, wait up to SHELL_KILL_GRACE_S for it to empty, SIGKILL."""
+    group = process.pid  # a session leader's pgid is its pid
+    if not _signal_group(group, signal.SIGTERM):
+        return
+    with anyio.move_on_after(SHELL_KILL_GRACE_S):
+        await process.wait()
+        while _group_alive(group):
+            await anyio.sleep(_GROUP_POLL_S)
+        return
+    _signal_group(group, signal.SIGKILL)
+
+
+def _group_alive(group: int) -> bool:
+    """Whether a non-zombie process remains in the group.
+
+    Orphans are reaped by init, which may be slow (some container inits reap every second),
+    and a zombie still answers `killpg(group, 0)`; on Linux, /proc tells them apart.
+    """
+    if not _signal_group(group, 0):
+        return False
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return True
+    return any(_live_member(pid, group) for pid in pids)
+
+
+def _live_member(pid: str, group: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return False
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return len(fields) > 2 and int(fields[2]) == group and fields[0] not in (b"Z", b"X")
+
+
+def _signal_group(group: int, signum: int) -> bool:
+    """Send `signum` to the group; False once no process is left in it."""
+    try:
+        os.killpg(group, signum)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        # A member we may not signal (it changed credentials): nothing more we can do.
+        return False
+    return True
+
+
+def _outcome(args: ShellArgs, code: int | None, capture: Capture, timed_out: bool) -> ToolOutcome:
+    text = capture.text()
+    if timed_out:
+        status = f"timed out after {args.timeout_s:g} s; process group killed"
+    elif code is not None and code < 0:
+        status = f"killed by signal {-code}"
+    else:
+        status = f"exit code {code}"
+    if not timed_out and not capture.eof:
+        status += "; background processes holding the output were killed"
+    ok = not timed_out and code == 0
+    if not text.endswith("\n"):
+        text += "\n" if text else "(no output)\n"
+    return ToolOutcome(ok=ok, output=f"{text}[{status}]", summary=f"run: {args.command} ({status})")

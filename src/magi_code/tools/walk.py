@@ -1,0 +1,49 @@
+"""Bounded tree walks for glob and grep, run inside an anyio worker thread.
+
+The walk never follows symlinked directories, skips `.git`, visits at most WALK_ENTRIES
+entries, and checks the host task's cancellation every few entries
+(`anyio.from_thread.check_cancelled`), so a cancelled search stops instead of being abandoned.
+"""
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio.from_thread
+
+from magi_code.tools.limits import WALK_ENTRIES
+
+SKIPPED_DIRS = frozenset({".git"})
+_CHECK_EVERY = 64
+
+
+@dataclass
+class Walk:
+    root: Path
+    visited: int = 0
+    truncated: bool = False  # an entry was left unvisited because of WALK_ENTRIES
+
+    def entries(self) -> Iterator[tuple[str, os.DirEntry[str]]]:
+        """(path relative to root in POSIX form, entry), depth first, names sorted."""
+        stack: list[tuple[str, Path]] = [("", self.root)]
+        while stack:
+            prefix, folder = stack.pop()
+            try:
+                with os.scandir(folder) as it:
+                    children = sorted(it, key=lambda e: e.name)
+            except OSError:
+                continue
+            below: list[tuple[str, Path]] = []
+            for entry in children:
+                if self.visited >= WALK_ENTRIES:
+                    self.truncated = True
+                    return
+                self.visited += 1
+                if self.visited % _CHECK_EVERY == 0:
+                    anyio.from_thread.check_cancelled()
+                rel = prefix + entry.name
+                yield rel, entry
+                if entry.is_dir(follow_symlinks=False) and entry.name not in SKIPPED_DIRS:
+                    below.append((rel + "/", Path(entry.path)))
+            stack.extend(reversed(below))
