@@ -15,3 +15,14 @@ CONNECT_TIMEOUT_S = 30.0
 
 # Discovery listings are control responses: bounded like error bodies.
 CATALOG_BODY_BYTES = 4 * 1024 * 1024
+
+# Anthropic's Messages API requires max_tokens; used when a request leaves it open.
+ANTHROPIC_DEFAULT_MAX_TOKENS = 8192
+# Thinking budget per effort word, for Anthropic extended thinking.
+ANTHROPIC_THINKING_BUDGETS = {"low": 2048, "medium": 8192, "high": 24576}
+
+# Codex sign-in: refresh an access token this long before it expires.
+TOKEN_REFRESH_MARGIN_S = 60.0
+# Device sign-in: the longest wait for the user, and the poll interval floor.
+DEVICE_LOGIN_S = 900.0
+DEVICE_POLL_MIN_S = 1.0
