@@ -107,7 +107,7 @@ def build_provider(
     if wire == "codex":
         from magi_code.providers.codex import CodexAuth, CodexProvider
 
-        token_url, client_id = _codex_auth_settings(conf)
+        token_url, client_id = codex_auth_settings(conf)
         auth = CodexAuth(provider_id, credentials, token_url, client_id, policy)
         return CodexProvider(provider_id, auth, url, policy)
     key = api_key(provider_id, conf, credentials, env)
@@ -124,7 +124,7 @@ def build_provider(
     return OpenAIResponsesProvider(provider_id, url, key, policy)
 
 
-def _codex_auth_settings(conf: Mapping[str, object]) -> tuple[str, str]:
+def codex_auth_settings(conf: Mapping[str, object]) -> tuple[str, str]:
     from magi_code.providers.codex import DEFAULT_CLIENT_ID, DEFAULT_TOKEN_URL
 
     token_url = conf.get("token_url", DEFAULT_TOKEN_URL)
