@@ -97,8 +97,29 @@ def safe_url(url: str) -> str:
     return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
+class _QuietTransportLogs(logging.Filter):
+    """httpx2 logs every request's full URL at INFO (query and user info included) and
+    httpcore2 traces headers at DEBUG: keep only their warnings and errors."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING
+
+
+_QUIET = _QuietTransportLogs()
+# Filters apply where a record is made, not where it propagates: name each logger.
+_TRANSPORT_LOGGERS = (
+    "httpx2",
+    *(f"httpcore2.{n}" for n in ("connection", "http11", "http2", "proxy", "socks")),
+)
+
+
 def new_client(policy: HttpPolicy) -> httpx2.AsyncClient:
     import httpx2
+
+    for name in _TRANSPORT_LOGGERS:
+        logger = logging.getLogger(name)
+        if _QUIET not in logger.filters:
+            logger.addFilter(_QUIET)
 
     timeout = httpx2.Timeout(
         connect=policy.connect_s,
