@@ -1,0 +1,126 @@
+"""The credential store: API keys per provider id and Codex sign-in tokens, in one JSON file
+in MC_HOME (dir 0700, file 0600), replaced atomically.
+
+It must never print, log or return secrets in str/repr; callers read them by explicit fields.
+"""
+
+import contextlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+FILE_NAME = "credentials.json"
+
+
+class CredentialsError(Exception):
+    """The store could not be read or written; the text is a fixed code, never a path."""
+
+
+@dataclass(frozen=True)
+class OAuthTokens:
+    access_token: str = field(repr=False)
+    refresh_token: str = field(repr=False)
+    expires_at: float  # seconds since the epoch
+    account_id: str | None = field(default=None, repr=False)
+
+
+class CredentialStore:
+    def __init__(self, mc_home: Path) -> None:
+        self.dir = mc_home
+        self.path = mc_home / FILE_NAME
+
+    def __repr__(self) -> str:
+        return "CredentialStore()"
+
+    def api_key(self, provider_id: str) -> str | None:
+        value = self._entry(provider_id).get("api_key")
+        return value if isinstance(value, str) and value else None
+
+    def oauth(self, provider_id: str) -> OAuthTokens | None:
+        raw = self._entry(provider_id).get("oauth")
+        if not isinstance(raw, dict):
+            return None
+        access, refresh, expires = raw.get("access"), raw.get("refresh"), raw.get("expires_at")
+        account = raw.get("account_id")
+        if not isinstance(access, str) or not isinstance(refresh, str):
+            return None
+        if not isinstance(expires, int | float) or isinstance(expires, bool):
+            return None
+        return OAuthTokens(
+            access, refresh, float(expires), account if isinstance(account, str) else None
+        )
+
+    def set_api_key(self, provider_id: str, key: str) -> None:
+        data = self._load()
+        data[provider_id] = {"api_key": key}
+        self._save(data)
+
+    def set_oauth(self, provider_id: str, tokens: OAuthTokens) -> None:
+        data = self._load()
+        oauth: dict[str, object] = {
+            "access": tokens.access_token,
+            "refresh": tokens.refresh_token,
+            "expires_at": tokens.expires_at,
+        }
+        if tokens.account_id is not None:
+            oauth["account_id"] = tokens.account_id
+        data[provider_id] = {"oauth": oauth}
+        self._save(data)
+
+    def remove(self, provider_id: str) -> bool:
+        data = self._load()
+        if provider_id not in data:
+            return False
+        del data[provider_id]
+        self._save(data)
+        return True
+
+    def provider_ids(self) -> list[str]:
+        return sorted(self._load())
+
+    def _entry(self, provider_id: str) -> dict[str, object]:
+        entry = self._load().get(provider_id)
+        return entry if isinstance(entry, dict) else {}
+
+    def _load(self) -> dict[str, object]:
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return {}
+        except OSError:
+            raise CredentialsError("credentials_unreadable") from None
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            raise CredentialsError("credentials_unreadable") from None
+        if not isinstance(data, dict):
+            raise CredentialsError("credentials_unreadable")
+        return data
+
+    def _save(self, data: dict[str, object]) -> None:
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.dir, 0o700)
+        payload = json.dumps(data, indent=2, sort_keys=True).encode()
+        fd, tmp = tempfile.mkstemp(prefix=".credentials.", dir=self.dir)  # created 0600
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(payload)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        _fsync_dir(self.dir)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

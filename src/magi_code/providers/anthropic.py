@@ -1,0 +1,207 @@
+"""Anthropic Messages API streaming: request body, and stream events to ProviderEvents.
+
+A thinking block becomes a `ReasoningSummary` only when the provider itself typed the block
+`thinking` (provenance); text is never reinterpreted as reasoning. Never touches sockets.
+"""
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass, field
+
+from magi_code.providers.base import (
+    AssistantText,
+    Completed,
+    ModelRequest,
+    ProviderError,
+    ProviderEvent,
+    ReasoningSummary,
+    TextDelta,
+    ToolCall,
+    ToolCallDone,
+    ToolResult,
+    Usage,
+    UserText,
+)
+from magi_code.providers.http import HttpPolicy, stream_sse
+from magi_code.providers.limits import ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_THINKING_BUDGETS
+from magi_code.providers.wire import StopReason, count, event_json, obj, stream_error, text
+
+API_VERSION = "2023-06-01"
+_STOP: dict[str, StopReason] = {
+    "end_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "stop_sequence": "end_turn",
+}
+
+
+def _messages(request: ModelRequest) -> list[dict[str, object]]:
+    messages: list[dict[str, object]] = []
+
+    def add(role: str, block: dict[str, object]) -> None:
+        if messages and messages[-1]["role"] == role:
+            content = messages[-1]["content"]
+            assert isinstance(content, list)
+            content.append(block)
+        else:
+            messages.append({"role": role, "content": [block]})
+
+    for item in request.items:
+        if isinstance(item, UserText):
+            add("user", {"type": "text", "text": item.text})
+        elif isinstance(item, AssistantText):
+            add("assistant", {"type": "text", "text": item.text})
+        elif isinstance(item, ToolCall):
+            add(
+                "assistant",
+                {
+                    "type": "tool_use",
+                    "id": item.call_id,
+                    "name": item.name,
+                    "input": _arguments(item.arguments),
+                },
+            )
+        elif isinstance(item, ToolResult):
+            add(
+                "user",
+                {
+                    "type": "tool_result",
+                    "tool_use_id": item.call_id,
+                    "content": item.output,
+                    "is_error": item.is_error,
+                },
+            )
+    return messages
+
+
+def _arguments(arguments: str) -> object:
+    import json
+
+    try:
+        return json.loads(arguments) if arguments else {}
+    except ValueError:
+        return {"_raw": arguments}
+
+
+def request_body(request: ModelRequest) -> dict[str, object]:
+    max_tokens = request.max_output_tokens or ANTHROPIC_DEFAULT_MAX_TOKENS
+    body: dict[str, object] = {
+        "model": request.model,
+        "messages": _messages(request),
+        "max_tokens": max_tokens,
+        "stream": True,
+    }
+    if request.instructions:
+        body["system"] = request.instructions
+    if request.tools:
+        body["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in request.tools
+        ]
+    budget = ANTHROPIC_THINKING_BUDGETS.get(request.thinking or "")
+    if budget is not None:
+        body["thinking"] = {"type": "enabled", "budget_tokens": min(budget, max_tokens - 1)}
+    return body
+
+
+@dataclass
+class _Block:
+    kind: str
+    call_id: str = ""
+    name: str = ""
+    parts: list[str] = field(default_factory=list)
+
+
+@dataclass
+class MessagesStreamState:
+    blocks: dict[int, _Block] = field(default_factory=dict)
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0
+    stop: str | None = None
+    finished: bool = False
+
+    def event(self, data: str) -> list[ProviderEvent]:
+        value = event_json(data)
+        kind = text(value.get("type"))
+        if kind == "message_start":
+            usage = obj(obj(value.get("message")).get("usage"))
+            self.input_tokens = count(usage.get("input_tokens"))
+            self.cached_tokens = count(usage.get("cache_read_input_tokens"))
+            self.output_tokens = count(usage.get("output_tokens"))
+        elif kind == "content_block_start":
+            block = obj(value.get("content_block"))
+            self.blocks[count(value.get("index"))] = _Block(
+                text(block.get("type")), text(block.get("id")), text(block.get("name"))
+            )
+        elif kind == "content_block_delta":
+            return self._delta(count(value.get("index")), obj(value.get("delta")))
+        elif kind == "content_block_stop":
+            return self._stop(count(value.get("index")))
+        elif kind == "message_delta":
+            self.stop = text(obj(value.get("delta")).get("stop_reason")) or self.stop
+            out = count(obj(value.get("usage")).get("output_tokens"))
+            self.output_tokens = out or self.output_tokens
+        elif kind == "message_stop":
+            self.finished = True
+            totals = Usage(self.input_tokens, self.output_tokens, self.cached_tokens)
+            return [totals, Completed(_STOP.get(self.stop or "end_turn", "other"))]
+        elif kind == "error":
+            raise stream_error(obj(value.get("error")))
+        return []
+
+    def _delta(self, index: int, delta: dict[str, object]) -> list[ProviderEvent]:
+        block = self.blocks.get(index)
+        if block is None:
+            raise ProviderError("malformed_stream", detail="delta for an unknown block")
+        kind = text(delta.get("type"))
+        if kind == "text_delta":
+            piece = text(delta.get("text"))
+            return [TextDelta(piece)] if piece else []
+        if kind == "input_json_delta":
+            block.parts.append(text(delta.get("partial_json")))
+        elif kind == "thinking_delta":
+            block.parts.append(text(delta.get("thinking")))
+        return []
+
+    def _stop(self, index: int) -> list[ProviderEvent]:
+        block = self.blocks.pop(index, None)
+        if block is None:
+            return []
+        if block.kind == "tool_use":
+            args = "".join(block.parts) or "{}"
+            return [ToolCallDone(ToolCall(block.call_id, block.name, args))]
+        if block.kind == "thinking" and block.parts:
+            return [ReasoningSummary(f"thinking-{index}", "".join(block.parts))]
+        return []
+
+
+@dataclass
+class AnthropicProvider:
+    id: str
+    base_url: str
+    api_key: str | None
+    policy: HttpPolicy = field(default_factory=HttpPolicy)
+    extra_headers: Mapping[str, str] = field(default_factory=dict)
+
+    def headers(self) -> dict[str, str]:
+        headers = {
+            "accept": "text/event-stream",
+            "anthropic-version": API_VERSION,
+            **self.extra_headers,
+        }
+        if self.api_key:
+            headers["x-api-key"] = self.api_key
+        return headers
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        state = MessagesStreamState()
+        url = self.base_url.rstrip("/") + "/messages"
+        events = stream_sse(url, self.headers(), request_body(request), self.policy)
+        async with aclosing(events):
+            async for sse in events:
+                for event in state.event(sse.data):
+                    yield event
+                if state.finished:
+                    return
+        raise ProviderError("malformed_stream", retryable=True, detail="stream cut short")

@@ -1,0 +1,285 @@
+"""HTTP to providers: a byte pipe into the SSE decoder, bounded error and control bodies,
+bounded transport retries, an inactivity timeout, and cancellation that closes the request.
+
+It owns the mapping from HTTP outcomes to `ProviderError` codes:
+
+    401, 403                 -> auth_failed       (never retried)
+    429                      -> rate_limited      (retried with backoff / Retry-After)
+    5xx                      -> server_error      (retried)
+    connect/read failure,
+    inactivity timeout       -> transport_failed  (retried)
+    bad UTF-8, oversize event-> malformed_stream  (retried)
+    4xx with a complete body
+    naming context overflow  -> context_overflow
+    other 4xx                -> refused
+
+A retry happens only before the first event was handed on: after that a retry would repeat
+output, so the error goes up with `retryable` set. It must never log or raise a response body,
+a credential, or a URL's query or user info. httpx2 is imported only when a client is built.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+import anyio
+
+from magi_code.limits import ERROR_BODY_BYTES, ERROR_BODY_DEADLINE_S, STREAM_INACTIVITY_S
+from magi_code.providers.base import ProviderError, ProviderErrorCode
+from magi_code.providers.limits import (
+    CONNECT_TIMEOUT_S,
+    RETRY_ATTEMPTS,
+    RETRY_BASE_DELAY_S,
+    RETRY_MAX_DELAY_S,
+)
+from magi_code.providers.sse import SSEDecoder, SSEError, SSEEvent
+
+if TYPE_CHECKING:
+    import httpx2
+
+log = logging.getLogger("magi_code.providers")
+
+_OVERFLOW_MARKERS = (
+    "context_length_exceeded",
+    "maximum context length",
+    "prompt is too long",
+    "context window",
+    "too many tokens",
+    "input is too long",
+)
+
+
+def default_is_overflow(body: str) -> bool:
+    low = body.lower()
+    return any(marker in low for marker in _OVERFLOW_MARKERS)
+
+
+@dataclass(frozen=True)
+class HttpPolicy:
+    """Every bound of one provider connection; tests inject short ones."""
+
+    inactivity_s: float = STREAM_INACTIVITY_S
+    body_deadline_s: float = ERROR_BODY_DEADLINE_S
+    body_bytes: int = ERROR_BODY_BYTES
+    attempts: int = RETRY_ATTEMPTS
+    base_delay_s: float = RETRY_BASE_DELAY_S
+    max_delay_s: float = RETRY_MAX_DELAY_S
+    connect_s: float = CONNECT_TIMEOUT_S
+    sleep: Callable[[float], Awaitable[None]] = field(default=anyio.sleep)
+    is_overflow: Callable[[str], bool] = field(default=default_is_overflow)
+
+
+@dataclass(frozen=True)
+class BoundedBody:
+    """At most `body_bytes` of a body's decoded text; `complete` if nothing was cut or lost."""
+
+    text: str
+    complete: bool
+
+
+@dataclass(frozen=True)
+class ControlResponse:
+    status: int
+    body: BoundedBody
+
+
+def safe_url(url: str) -> str:
+    """The URL for diagnostics: no user info, no query, no fragment."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+class _QuietTransportLogs(logging.Filter):
+    """httpx2 logs every request's full URL at INFO (query and user info included) and
+    httpcore2 traces headers at DEBUG: keep only their warnings and errors."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING
+
+
+_QUIET = _QuietTransportLogs()
+# Filters apply where a record is made, not where it propagates: name each logger.
+_TRANSPORT_LOGGERS = (
+    "httpx2",
+    *(f"httpcore2.{n}" for n in ("connection", "http11", "http2", "proxy", "socks")),
+)
+
+
+def new_client(policy: HttpPolicy) -> httpx2.AsyncClient:
+    import httpx2
+
+    for name in _TRANSPORT_LOGGERS:
+        logger = logging.getLogger(name)
+        if _QUIET not in logger.filters:
+            logger.addFilter(_QUIET)
+
+    timeout = httpx2.Timeout(
+        connect=policy.connect_s,
+        read=policy.inactivity_s,  # between received chunks: the inactivity bound
+        write=policy.inactivity_s,
+        pool=policy.connect_s,
+    )
+    return httpx2.AsyncClient(timeout=timeout, trust_env=False, follow_redirects=False)
+
+
+async def read_bounded(response: httpx2.Response, limit: int) -> BoundedBody:
+    """Read at most `limit` bytes of the decoded body; the caller puts it under a deadline."""
+    import httpx2
+
+    buf = bytearray()
+    complete = True
+    try:
+        async for chunk in response.aiter_bytes():
+            buf += chunk
+            if len(buf) > limit:
+                complete = False
+                break
+    except (httpx2.HTTPError, httpx2.StreamError):
+        complete = False
+    return BoundedBody(bytes(buf[:limit]).decode("utf-8", "replace"), complete)
+
+
+async def _read_error_body(response: httpx2.Response, policy: HttpPolicy) -> BoundedBody:
+    with anyio.move_on_after(policy.body_deadline_s):
+        return await read_bounded(response, policy.body_bytes)
+    return BoundedBody("", False)
+
+
+def status_error(status: int, body: BoundedBody, policy: HttpPolicy) -> ProviderError:
+    """The code for a failed status. A lost body never changes the status's class."""
+    code: ProviderErrorCode
+    if status in (401, 403):
+        code, retryable = "auth_failed", False
+    elif status == 429:
+        code, retryable = "rate_limited", True
+    elif status >= 500:
+        code, retryable = "server_error", True
+    elif body.complete and policy.is_overflow(body.text):
+        code, retryable = "context_overflow", False
+    else:
+        code, retryable = "refused", False
+    return ProviderError(code, status=status, retryable=retryable)
+
+
+def retry_after_s(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def backoff_s(attempt: int, policy: HttpPolicy, retry_after: float | None) -> float:
+    delay = policy.base_delay_s * (2 ** (attempt - 1)) if retry_after is None else retry_after
+    return min(delay, policy.max_delay_s)
+
+
+class _Failed(Exception):
+    def __init__(self, error: ProviderError, retry_after: float | None = None) -> None:
+        super().__init__(error.code)
+        self.error = error
+        self.retry_after = retry_after
+
+
+async def stream_sse(
+    url: str,
+    headers: Mapping[str, str],
+    body: Mapping[str, object],
+    policy: HttpPolicy,
+) -> AsyncGenerator[SSEEvent]:
+    """POST `body` and yield the response's server-sent events, with bounded retries."""
+    import httpx2
+
+    attempt = 0
+    while True:
+        attempt += 1
+        delivered = False
+        try:
+            async with new_client(policy) as client:
+                req = client.stream("POST", url, headers=dict(headers), json=dict(body))
+                async with req as response:
+                    if response.status_code >= 400:
+                        raise await _failed_status(response, policy)
+                    decoder = SSEDecoder()
+                    async for chunk in response.aiter_bytes():
+                        for event in decoder.feed(chunk):
+                            delivered = True
+                            yield event
+                    for event in decoder.end():
+                        yield event
+                    return
+        except _Failed as failed:
+            error, retry_after = failed.error, failed.retry_after
+        except SSEError:
+            error, retry_after = ProviderError("malformed_stream", retryable=True), None
+        except httpx2.TransportError:
+            error, retry_after = ProviderError("transport_failed", retryable=True), None
+        _diagnose(url, error, attempt)
+        if delivered or not error.retryable or attempt >= policy.attempts:
+            raise error
+        await policy.sleep(backoff_s(attempt, policy, retry_after))
+
+
+async def _failed_status(response: httpx2.Response, policy: HttpPolicy) -> _Failed:
+    body = await _read_error_body(response, policy)
+    error = status_error(response.status_code, body, policy)
+    return _Failed(error, retry_after_s(response.headers))
+
+
+async def control_request(
+    method: str,
+    url: str,
+    policy: HttpPolicy,
+    *,
+    headers: Mapping[str, str] | None = None,
+    form: Mapping[str, str] | None = None,
+    json: Mapping[str, object] | None = None,
+    body_bytes: int | None = None,
+) -> ControlResponse:
+    """One request whose headers and body together are bounded by the absolute body deadline
+    (OAuth and discovery). Raises `ProviderError("transport_failed")` if no status arrived."""
+    import httpx2
+
+    limit = policy.body_bytes if body_bytes is None else body_bytes
+    status: int | None = None
+    body = BoundedBody("", False)
+    try:
+        with anyio.move_on_after(policy.body_deadline_s):
+            async with (
+                new_client(policy) as client,
+                client.stream(
+                    method,
+                    url,
+                    headers=dict(headers or {}),
+                    data=dict(form) if form is not None else None,
+                    json=dict(json) if json is not None else None,
+                ) as response,
+            ):
+                status = response.status_code
+                body = await read_bounded(response, limit)
+    except httpx2.TransportError:
+        pass
+    if status is None:
+        error = ProviderError("transport_failed", retryable=True)
+        _diagnose(url, error, 1)
+        raise error
+    return ControlResponse(status, body)
+
+
+def _diagnose(url: str, error: ProviderError, attempt: int) -> None:
+    log.warning("provider request to %s failed: %s (attempt %d)", safe_url(url), error, attempt)

@@ -1,0 +1,28 @@
+"""Bounds of the provider layer that the specs leave to us; spec-named bounds live in
+`magi_code.limits` and are never restated here."""
+
+# One SSE event (its field lines, LF-joined, excluding the dispatching blank line). Generous:
+# a single tool call's arguments may carry a whole file.
+SSE_EVENT_BYTES = 16 * 1024 * 1024
+
+# Transport retries for connection failures, 429 and 5xx: attempts in total, and backoff.
+RETRY_ATTEMPTS = 4
+RETRY_BASE_DELAY_S = 0.5
+RETRY_MAX_DELAY_S = 30.0  # also caps a server's Retry-After
+
+# Connecting and sending a request (not the response stream, which has the inactivity bound).
+CONNECT_TIMEOUT_S = 30.0
+
+# Discovery listings are control responses: bounded like error bodies.
+CATALOG_BODY_BYTES = 4 * 1024 * 1024
+
+# Anthropic's Messages API requires max_tokens; used when a request leaves it open.
+ANTHROPIC_DEFAULT_MAX_TOKENS = 8192
+# Thinking budget per effort word, for Anthropic extended thinking.
+ANTHROPIC_THINKING_BUDGETS = {"low": 2048, "medium": 8192, "high": 24576}
+
+# Codex sign-in: refresh an access token this long before it expires.
+TOKEN_REFRESH_MARGIN_S = 60.0
+# Device sign-in: the longest wait for the user, and the poll interval floor.
+DEVICE_LOGIN_S = 900.0
+DEVICE_POLL_MIN_S = 1.0

@@ -1,0 +1,176 @@
+"""OpenAI Chat Completions streaming, for OpenAI and any compatible server reached through
+`base_url` (Ollama, vLLM, llama.cpp, LM Studio, OpenRouter).
+
+Owns the request body and the chunk-to-event mapping; never touches sockets itself (`http`)
+and never emits reasoning: chat "reasoning" fields carry no provenance as summaries.
+"""
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass, field
+
+from magi_code.providers.base import (
+    AssistantText,
+    Completed,
+    ModelRequest,
+    ProviderError,
+    ProviderEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallDone,
+    ToolResult,
+    Usage,
+    UserText,
+)
+from magi_code.providers.http import HttpPolicy, stream_sse
+from magi_code.providers.wire import StopReason, count, event_json, obj, stream_error, text
+
+_STOP: dict[str, StopReason] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "length": "max_tokens",
+}
+
+
+def request_body(request: ModelRequest) -> dict[str, object]:
+    messages: list[dict[str, object]] = []
+    if request.instructions:
+        messages.append({"role": "system", "content": request.instructions})
+    for item in request.items:
+        if isinstance(item, UserText):
+            messages.append({"role": "user", "content": item.text})
+        elif isinstance(item, AssistantText):
+            messages.append({"role": "assistant", "content": item.text})
+        elif isinstance(item, ToolCall):
+            call = {
+                "id": item.call_id,
+                "type": "function",
+                "function": {"name": item.name, "arguments": item.arguments},
+            }
+            last = messages[-1] if messages else None
+            if last is not None and last["role"] == "assistant":
+                calls = last.setdefault("tool_calls", [])
+                assert isinstance(calls, list)
+                calls.append(call)
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif isinstance(item, ToolResult):
+            messages.append({"role": "tool", "tool_call_id": item.call_id, "content": item.output})
+    body: dict[str, object] = {
+        "model": request.model,
+        "messages": messages,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                },
+            }
+            for t in request.tools
+        ]
+    if request.max_output_tokens is not None:
+        body["max_tokens"] = request.max_output_tokens
+    if request.thinking is not None:
+        body["reasoning_effort"] = request.thinking
+    return body
+
+
+@dataclass
+class _Call:
+    call_id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ChatStreamState:
+    """Chunks in, events out: assembles tool calls split across chunks."""
+
+    calls: dict[int, _Call] = field(default_factory=dict)
+    finish: str | None = None
+    usage: Usage | None = None
+    done: bool = False
+
+    def chunk(self, data: str) -> list[ProviderEvent]:
+        if data == "[DONE]":
+            self.done = True
+            return []
+        value = event_json(data)
+        if "error" in value:
+            raise stream_error(obj(value["error"]))
+        if isinstance(value.get("usage"), dict):
+            u = obj(value["usage"])
+            cached = count(obj(u.get("prompt_tokens_details")).get("cached_tokens"))
+            self.usage = Usage(
+                count(u.get("prompt_tokens")), count(u.get("completion_tokens")), cached
+            )
+        out: list[ProviderEvent] = []
+        choices = value.get("choices")
+        for choice in choices if isinstance(choices, list) else []:
+            choice = obj(choice)
+            delta = obj(choice.get("delta"))
+            content = text(delta.get("content"))
+            if content:
+                out.append(TextDelta(content))
+            calls = delta.get("tool_calls")
+            for raw in calls if isinstance(calls, list) else []:
+                self._call_delta(obj(raw))
+            if isinstance(choice.get("finish_reason"), str):
+                self.finish = text(choice.get("finish_reason"))
+        return out
+
+    def _call_delta(self, raw: dict[str, object]) -> None:
+        index = count(raw.get("index"))
+        call = self.calls.setdefault(index, _Call())
+        call.call_id = call.call_id or text(raw.get("id"))
+        fn = obj(raw.get("function"))
+        call.name = call.name or text(fn.get("name"))
+        call.arguments.append(text(fn.get("arguments")))
+
+    def finish_events(self) -> list[ProviderEvent]:
+        if not self.done and self.finish is None:
+            raise ProviderError("malformed_stream", retryable=True, detail="stream cut short")
+        out: list[ProviderEvent] = []
+        for index in sorted(self.calls):
+            c = self.calls[index]
+            args = "".join(c.arguments) or "{}"
+            out.append(ToolCallDone(ToolCall(c.call_id or f"call_{index}", c.name, args)))
+        if self.usage is not None:
+            out.append(self.usage)
+        stop: StopReason = "tool_use" if self.calls else _STOP.get(self.finish or "stop", "other")
+        out.append(Completed(stop))
+        return out
+
+
+@dataclass
+class OpenAIChatProvider:
+    id: str
+    base_url: str
+    api_key: str | None
+    policy: HttpPolicy = field(default_factory=HttpPolicy)
+    extra_headers: Mapping[str, str] = field(default_factory=dict)
+
+    def headers(self) -> dict[str, str]:
+        headers = {"accept": "text/event-stream", **self.extra_headers}
+        if self.api_key:
+            headers["authorization"] = f"Bearer {self.api_key}"
+        return headers
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        state = ChatStreamState()
+        url = self.base_url.rstrip("/") + "/chat/completions"
+        events = stream_sse(url, self.headers(), request_body(request), self.policy)
+        async with aclosing(events):
+            async for sse in events:
+                for event in state.chunk(sse.data):
+                    yield event
+                if state.done:
+                    break
+        for event in state.finish_events():
+            yield event

@@ -1,0 +1,134 @@
+"""From settings to a provider: `build_provider` and the local `check_readiness`.
+
+Settings per provider are a plain mapping (from TOML): wire_api, base_url, api_key_env,
+models, discover, and for Codex token_url / client_id. Readiness is local only: it must
+never touch the network. Wire modules are imported only when a provider is built.
+"""
+
+import importlib
+import time
+from collections.abc import Mapping
+from typing import cast
+
+from magi_code.config.credentials import CredentialsError, CredentialStore
+from magi_code.providers.base import Provider
+from magi_code.providers.http import HttpPolicy
+
+WIRE_APIS = ("openai-responses", "openai-chat", "anthropic", "codex", "fixture")
+DEFAULT_BASE_URLS = {
+    "openai-responses": "https://api.openai.com/v1",
+    "openai-chat": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com/v1",
+    "codex": "https://chatgpt.com/backend-api/codex",
+}
+# Compatible local servers need no key; a provider whose base_url is loopback may run keyless.
+_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+
+class ConfigurationInvalid(Exception):
+    """Settings that cannot describe a provider (the text is a fixed phrase)."""
+
+
+def wire_api(provider_id: str, conf: Mapping[str, object]) -> str:
+    value = conf.get("wire_api", "fixture" if provider_id == "fixture" else None)
+    if not isinstance(value, str) or value not in WIRE_APIS:
+        raise ConfigurationInvalid("unknown wire_api")
+    return value
+
+
+def base_url(conf: Mapping[str, object], wire: str) -> str:
+    value = conf.get("base_url", DEFAULT_BASE_URLS.get(wire, ""))
+    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+        raise ConfigurationInvalid("base_url must be an http(s) URL")
+    return value
+
+
+def api_key(
+    provider_id: str,
+    conf: Mapping[str, object],
+    credentials: CredentialStore,
+    env: Mapping[str, str],
+) -> str | None:
+    name = conf.get("api_key_env")
+    if name is not None and not isinstance(name, str):
+        raise ConfigurationInvalid("api_key_env must be a string")
+    if name and env.get(name):
+        return env[name]
+    return credentials.api_key(provider_id)
+
+
+def _keyless_ok(url: str) -> bool:
+    rest = url.split("://", 1)[1]
+    return rest.startswith(_LOOPBACK_HOSTS)
+
+
+def check_readiness(
+    provider_id: str,
+    conf: Mapping[str, object],
+    credentials: CredentialStore,
+    env: Mapping[str, str],
+    now: float | None = None,
+) -> str | None:
+    """None when the provider can be used; else "configuration_invalid" or
+    "provider_unavailable". Local only: files and environment, never the network."""
+    try:
+        wire = wire_api(provider_id, conf)
+        if wire == "fixture":
+            return None
+        url = base_url(conf, wire)
+        if wire == "codex":
+            from magi_code.providers.codex import tokens_ready
+
+            tokens = credentials.oauth(provider_id)
+            ready = tokens_ready(tokens, time.time() if now is None else now)
+            return None if ready else "provider_unavailable"
+        key = api_key(provider_id, conf, credentials, env)
+    except ConfigurationInvalid:
+        return "configuration_invalid"
+    except CredentialsError:
+        return "provider_unavailable"
+    return None if key or _keyless_ok(url) else "provider_unavailable"
+
+
+def build_provider(
+    provider_id: str,
+    conf: Mapping[str, object],
+    credentials: CredentialStore,
+    env: Mapping[str, str],
+    policy: HttpPolicy | None = None,
+) -> Provider:
+    wire = wire_api(provider_id, conf)
+    if wire == "fixture":
+        # The lead's module; imported by name so this file does not depend on it at check time.
+        fixture = importlib.import_module("magi_code.providers.fixture")
+        return cast(Provider, fixture.FixtureProvider())
+    url = base_url(conf, wire)
+    policy = policy or HttpPolicy()
+    if wire == "codex":
+        from magi_code.providers.codex import CodexAuth, CodexProvider
+
+        token_url, client_id = codex_auth_settings(conf)
+        auth = CodexAuth(provider_id, credentials, token_url, client_id, policy)
+        return CodexProvider(provider_id, auth, url, policy)
+    key = api_key(provider_id, conf, credentials, env)
+    if wire == "openai-chat":
+        from magi_code.providers.openai_chat import OpenAIChatProvider
+
+        return OpenAIChatProvider(provider_id, url, key, policy)
+    if wire == "anthropic":
+        from magi_code.providers.anthropic import AnthropicProvider
+
+        return AnthropicProvider(provider_id, url, key, policy)
+    from magi_code.providers.openai_responses import OpenAIResponsesProvider
+
+    return OpenAIResponsesProvider(provider_id, url, key, policy)
+
+
+def codex_auth_settings(conf: Mapping[str, object]) -> tuple[str, str]:
+    from magi_code.providers.codex import DEFAULT_CLIENT_ID, DEFAULT_TOKEN_URL
+
+    token_url = conf.get("token_url", DEFAULT_TOKEN_URL)
+    client_id = conf.get("client_id", DEFAULT_CLIENT_ID)
+    if not isinstance(token_url, str) or not isinstance(client_id, str):
+        raise ConfigurationInvalid("token_url and client_id must be strings")
+    return token_url, client_id

@@ -1,0 +1,137 @@
+"""A real HTTP server on 127.0.0.1 that replays scripted replies, one per request.
+
+Each `Reply` can stream its body in chunks, stall, or hang until the client goes away; the
+server records every request and whether the client closed a hanging connection.
+"""
+
+import json
+import select
+import socket
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    chunks: list[bytes] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0  # before each chunk
+    hang: bool = False  # after the chunks, keep the connection open until the client leaves
+    content_length: bool = False
+
+    @staticmethod
+    def json(value: object, status: int = 200) -> "Reply":
+        return Reply(
+            status,
+            [json.dumps(value).encode()],
+            {"content-type": "application/json"},
+            content_length=True,
+        )
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+class LocalServer:
+    def __init__(self) -> None:
+        self.replies: dict[str, deque[Reply]] = {}
+        self.requests: list[Seen] = []
+        self.client_closed = threading.Event()
+        self.stop = threading.Event()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self._answer()
+
+            def do_POST(self) -> None:
+                self._answer()
+
+            def _answer(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length)
+                path = self.path.split("?")[0]
+                server.requests.append(
+                    Seen(
+                        self.command,
+                        self.path,
+                        {k.lower(): v for k, v in self.headers.items()},
+                        body,
+                    )
+                )
+                queue = server.replies.get(path)
+                reply = queue.popleft() if queue else Reply(404, [b"no script"])
+                self.close_connection = True
+                self.send_response(reply.status)
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                if reply.content_length:
+                    self.send_header("content-length", str(sum(map(len, reply.chunks))))
+                self.send_header("connection", "close")
+                self.end_headers()
+                try:
+                    for chunk in reply.chunks:
+                        if reply.delay_s:
+                            time.sleep(reply.delay_s)
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
+                    if reply.hang:
+                        self._hang()
+                except OSError:
+                    server.client_closed.set()
+
+            def _hang(self) -> None:
+                sock: socket.socket = self.connection
+                while not server.stop.is_set():
+                    ready, _, _ = select.select([sock], [], [], 0.05)
+                    if ready and not sock.recv(1024):
+                        server.client_closed.set()
+                        return
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def script(self, path: str, *replies: Reply) -> None:
+        self.replies.setdefault(path, deque()).extend(replies)
+
+    def __enter__(self) -> "LocalServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def sse(*events: tuple[str | None, object]) -> bytes:
+    """An event stream: (event name or None, JSON value or a raw string)."""
+    out = b""
+    for name, value in events:
+        data = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        out += (f"event: {name}\n" if name else "").encode() + b"data: " + data.encode() + b"\n\n"
+    return out
+
+
+def split_every(data: bytes, n: int) -> list[bytes]:
+    return [data[i : i + n] for i in range(0, len(data), n)]
