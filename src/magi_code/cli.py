@@ -56,13 +56,22 @@ def serve(rest: list[str]) -> int:
 
 
 def provider_command(name: str, rest: list[str]) -> int:
+    """login, logout and models: they read MC_HOME and settings, never serve a protocol."""
+    from pathlib import Path
+
+    from magi_code.config import paths, settings
+    from magi_code.providers import commands
+
+    home = paths.resolve_home(os.environ)
+    if name == "login":
+        return commands.login(rest, home)
+    if name == "logout":
+        return commands.logout(rest, home)
     try:
-        from magi_code.providers import commands  # type: ignore[attr-defined]
-    except ImportError:
-        return refuse(f"{name} is not available in this build")
-    runner = getattr(commands, name)
-    result: int = runner(rest)
-    return result
+        conf = settings.load(paths.Paths(home).settings, paths.project_settings(Path.cwd()))
+    except settings.SettingsError:
+        return refuse("the settings are not valid")
+    return commands.models(rest, home, conf)
 
 
 if __name__ == "__main__":

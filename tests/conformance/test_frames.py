@@ -126,7 +126,7 @@ BAD = [
     (frame("x" * (limits.ID_BYTES + 1), "status"), "invalid_request", None),
     (frame("h", "sta tus"), "invalid_request", "h"),
     (frame("i", "teleport"), "unsupported_method", "i"),
-    (frame("j", "session.create"), "unsupported_method", "j"),
+    (frame("j", "session.destroy"), "unsupported_method", "j"),
     (frame("k", "status", {"extra": True}), "invalid_params", "k"),
 ]
 

@@ -19,7 +19,17 @@ def test_initialize_result_is_exact(spawn: Spawn, home: Path) -> None:
     child = spawn()
     result = initialize(child, "status", "shutdown")
     assert set(result) == {"capabilities", "limits", "status"}
-    assert {"initialize", "status", "shutdown"} <= set(result["capabilities"])
+    assert result["capabilities"] == [
+        "initialize",
+        "status",
+        "shutdown",
+        "session.create",
+        "session.open",
+        "history.page",
+        "turn.start",
+        "turn.cancel",
+        "approval.answer",
+    ]
     assert result["limits"] == {
         "frame_bytes": limits.FRAME_BYTES,
         "json_depth": limits.JSON_DEPTH,
@@ -57,11 +67,29 @@ def test_seq_and_instance(spawn: Spawn) -> None:
     assert first.frames[0]["instance_id"] != second.frames[0]["instance_id"]
 
 
-def test_status_before_initialize_is_not_initialized(spawn: Spawn) -> None:
+@pytest.mark.parametrize("method", ["status", "session.create", "turn.start", "history.page"])
+def test_methods_before_initialize_are_not_initialized(spawn: Spawn, method: str) -> None:
     child = spawn()
     with pytest.raises(ErrorResponse) as caught:
-        child.request("status")
+        child.request(method)
     assert caught.value.code == "not_initialized"
+
+
+def test_session_methods_during_startup_and_after_failure(spawn: Spawn, home: Path) -> None:
+    home.mkdir()
+    os.mkfifo(home / "settings.toml")
+    child = spawn()
+    init_id = child.send("initialize", {"required_capabilities": ["session.create"]})
+    with pytest.raises(ErrorResponse) as pending:
+        child.request("session.create")
+    assert pending.value.code == "not_initialized"
+    writer = threading.Thread(target=(home / "settings.toml").write_text, args=("agent = 7\n",))
+    writer.start()
+    assert child.wait(init_id)["error"] == {"code": "configuration_invalid"}
+    writer.join()
+    with pytest.raises(ErrorResponse) as failed:
+        child.request("session.create")
+    assert failed.value.code == "configuration_invalid"
 
 
 def test_unsupported_capability_has_no_effect_and_allows_retry(spawn: Spawn, home: Path) -> None:

@@ -73,7 +73,6 @@ class Server:
         self.init_request: str | None = None
         self.startup_error: str | None = None
         self.admitted: Any = None
-        self.make_runtime: Callable[[Server], Runtime] | None = None
         self.runtime: Runtime | None = None
         self._posted: deque[Callable[[], None]] = deque()
         self._wake_r, self._wake_w = os.pipe()
@@ -111,6 +110,10 @@ class Server:
     def post(self, callback: Callable[[], None]) -> None:
         """Thread-safe: run `callback` on the protocol loop soon."""
         self._posted.append(callback)
+        self.wake()
+
+    def wake(self) -> None:
+        """Thread-safe: make the loop run a turn (it pumps run events every turn)."""
         with contextlib.suppress(BlockingIOError):  # full: the loop is already due to wake
             os.write(self._wake_w, b"\0")
 
@@ -154,8 +157,6 @@ class Server:
 
         if error is None:
             self.init_state, self.admitted = "ready", admitted
-            if self.make_runtime is not None:
-                self.runtime = self.make_runtime(self)
             self.reply(self.init_request, self.initialize_result())
         else:
             code = error.code if isinstance(error, StartupError) else "startup_failed"

@@ -103,10 +103,11 @@ def check_provider(conf: Mapping[str, Any], where: paths.Paths, env: Mapping[str
     provider_conf = conf["providers"][conf["provider"]]
     if provider_conf.get("wire_api") == "fixture":
         return
-    try:
-        from magi_code.providers import registry  # type: ignore[attr-defined]
-    except ImportError as exc:
-        raise StartupError("provider_unavailable") from exc
-    code = registry.check_readiness(conf["provider"], provider_conf, where.home, env)
+    from magi_code.config.credentials import CredentialStore
+    from magi_code.providers import registry
+
+    code = registry.check_readiness(
+        conf["provider"], provider_conf, CredentialStore(where.home), env
+    )
     if code is not None:
         raise StartupError(code)

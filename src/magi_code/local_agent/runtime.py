@@ -1,0 +1,369 @@
+"""Sessions, history and turns for an admitted child: the methods beyond the lifecycle.
+
+Threads: the protocol loop calls the handlers; session and history work runs on one worker
+thread at a time (overlap is `busy`); a run lives in the runtime's anyio event loop (a
+blocking portal thread, started by the first session operation so asyncio is never on the
+path to the initialize result). Run events reach the protocol loop through `EventChannel`.
+State changes happen on the protocol loop only; workers post their results back to it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from magi_code import limits
+from magi_code.local_agent.channel import ChannelFull, EventChannel, Item
+from magi_code.local_agent.envelope import Request, valid_name
+from magi_code.local_agent.errors import RequestRejected
+from magi_code.local_agent.output import uuid4
+from magi_code.local_agent.params import exact
+
+if TYPE_CHECKING:
+    from anyio.from_thread import BlockingPortal
+
+    from magi_code.local_agent.server import Server
+    from magi_code.runner.events import MessageDelta, RunEvent
+    from magi_code.runner.startup import Admitted
+    from magi_code.runner.turn import TurnControl
+    from magi_code.sessions import Attachment, SessionStore
+    from magi_code.tools.approvals import ApprovalBroker
+
+
+@dataclass
+class ActiveRun:
+    run_id: str
+    control: TurnControl
+    broker: ApprovalBroker | None = None
+    ended: bool = False  # the turn returned; its terminal event is queued or lost
+
+
+@dataclass
+class Pending:
+    """The one session/history operation in flight, answered once (result or cancel)."""
+
+    request_id: str
+    answered: bool = False
+    cleanup: list[Callable[[], None]] = field(default_factory=list)
+
+
+class LocalRuntime:
+    def __init__(self, server: Server, admitted: Admitted) -> None:
+        from magi_code.sessions import SessionStore
+
+        self.server, self.admitted = server, admitted
+        self.provider: str | None = admitted.provider
+        self.model: str | None = admitted.model
+        self.thinking: str | None = admitted.thinking
+        self.session_id: str | None = None
+        self.run_id: str | None = None
+        self.store: SessionStore = SessionStore(admitted.paths.home)
+        self.attachment: Attachment | None = None
+        self.operation: Pending | None = None
+        self.run: ActiveRun | None = None
+        self.channel = EventChannel(server.wake)
+        self._portal: BlockingPortal | None = None
+        self._portal_cm: Any = None
+        self._portal_lock = threading.Lock()
+
+    # ---- the server's Runtime protocol -------------------------------------------------------
+
+    def pump(self) -> None:
+        while self.server.queue.room > 0 and (item := self.channel.take()) is not None:
+            name, data = item
+            self.server.event(name, data)
+            if name == "run.finished":
+                self.run = self.run_id = None
+
+    def next_tick(self) -> float | None:
+        return None
+
+    def idle(self) -> bool:
+        return self.run is None
+
+    def cancel_all(self) -> None:
+        if self.operation is not None and not self.operation.answered:
+            self.operation.answered = True
+            self.server.fail(self.operation.request_id, "operation_cancelled")
+        if self.run is not None:
+            self._cancel_run(self.run, None)
+
+    def close(self, timeout: float) -> None:
+        """Cancel and wait (bounded) for the run, then release the session and the loop."""
+        closer = threading.Thread(target=self._close, daemon=True)
+        closer.start()
+        closer.join(timeout)
+
+    def _close(self) -> None:
+        if self._portal_cm is not None:
+            self._portal_cm.__exit__(None, None, None)  # waits for the run's task to end
+        if self.attachment is not None:
+            self.attachment.close()
+
+    # ---- the event loop ----------------------------------------------------------------------
+
+    def portal(self) -> BlockingPortal:
+        with self._portal_lock:
+            if self._portal is None:
+                from anyio.from_thread import start_blocking_portal
+
+                self._portal_cm = start_blocking_portal("asyncio")
+                self._portal = self._portal_cm.__enter__()
+            return self._portal
+
+    # ---- sessions ----------------------------------------------------------------------------
+
+    def check_idle(self) -> None:
+        if self.operation is not None or self.run is not None:
+            raise RequestRejected("busy")
+
+    def start_operation(
+        self, request: Request, work: Callable[[], Any], done: Callable[[Any], None]
+    ) -> None:
+        self.check_idle()
+        operation = self.operation = Pending(request.id)
+
+        def finished(result: Any, error: BaseException | None) -> None:
+            if self.operation is operation:
+                self.operation = None
+            if operation.answered:  # cancelled by shutdown/EOF: undo what the work made
+                release = getattr(result, "close", None)
+                if callable(release) and result is not self.attachment:
+                    release()
+                return
+            operation.answered = True
+            from magi_code.sessions import SessionError
+
+            if isinstance(error, SessionError):
+                self.server.fail(operation.request_id, error.code)
+            elif error is not None:
+                self.server.fail(operation.request_id, "session_invalid")
+            else:
+                done(result)
+
+        self.server.start_worker(work, finished)
+
+    def on_create(self, request: Request) -> None:
+        exact(request.params, {})
+
+        def work() -> Any:
+            self.portal()
+            return self.store.create(self.admitted.cwd, self._selection())
+
+        def done(attachment: Attachment) -> None:
+            self._attach(attachment)
+            self.server.reply(
+                request.id,
+                {
+                    "session_id": attachment.session_id,
+                    "durable": False,
+                    "revision": attachment.history.revision,
+                    "notices": [],
+                },
+            )
+
+        self.start_operation(request, work, done)
+
+    def on_open(self, request: Request) -> None:
+        exact(request.params, {"session_id": (str,)})
+        from magi_code.sessions import valid_session_id
+
+        session_id = request.params["session_id"]
+        if not valid_session_id(session_id):
+            raise RequestRejected("invalid_params")
+
+        def work() -> Any:
+            self.portal()
+            return self.store.open(session_id, self.admitted.cwd, self._available)
+
+        def done(opened: tuple[Attachment, list[str]]) -> None:
+            attachment, notices = opened
+            if attachment.selection is not None and "saved_selection_unavailable" not in notices:
+                self.provider = attachment.selection.provider
+                self.model = attachment.selection.model
+            if attachment.selection is not None:
+                self.thinking = attachment.selection.thinking
+            self._attach(attachment)
+            self.server.reply(
+                request.id,
+                {
+                    "session_id": attachment.session_id,
+                    "durable": attachment.durable,
+                    "revision": attachment.history.revision,
+                    "notices": notices,
+                },
+            )
+
+        self.start_operation(request, work, done)
+
+    def _attach(self, attachment: Attachment) -> None:
+        previous, self.attachment = self.attachment, attachment
+        self.session_id = attachment.session_id
+        if previous is not None and previous is not attachment:
+            previous.close()
+
+    def _selection(self) -> Any:
+        from magi_code.sessions import Selection
+
+        return Selection(self.provider or "", self.model or "", self.thinking)
+
+    def _available(self, provider: str, model: str) -> bool:
+        conf = self.admitted.settings.get("providers", {}).get(provider)
+        if not isinstance(conf, dict):
+            return False
+        models = conf.get("models")
+        return not isinstance(models, list) or model in models
+
+    def on_history(self, request: Request) -> None:
+        exact(
+            request.params,
+            {"session_id": (str,), "revision": (str,)},
+            {"cursor": (str, type(None))},
+        )
+        params = request.params
+        cursor = params.get("cursor")
+        if not valid_name(params["revision"]) or (cursor is not None and not valid_name(cursor)):
+            raise RequestRejected("invalid_params")
+        attachment = self._attached(params["session_id"])
+        self.start_operation(
+            request,
+            lambda: attachment.page(params["session_id"], params["revision"], cursor),
+            lambda page: self.server.reply(request.id, page.result()),
+        )
+
+    def _attached(self, session_id: str) -> Attachment:
+        if self.attachment is None:
+            raise RequestRejected("session_missing")
+        if session_id != self.attachment.session_id:
+            raise RequestRejected("stale_session")
+        return self.attachment
+
+    # ---- turns -------------------------------------------------------------------------------
+
+    def on_turn_start(self, request: Request) -> None:
+        exact(request.params, {"session_id": (str,), "prompt": (str,)})
+        prompt = request.params["prompt"]
+        if len(prompt.encode("utf-8", "surrogatepass")) > limits.PROMPT_BYTES or not prompt.strip():
+            raise RequestRejected("invalid_params")
+        attachment = self._attached(request.params["session_id"])
+        self.check_idle()
+        from magi_code.runner.turn import TurnControl
+
+        run = self.run = ActiveRun(uuid4(), TurnControl())
+        self.run_id = run.run_id
+        self.server.reply(request.id, {"run_id": run.run_id, "accepted": True})
+        self.portal().start_task_soon(self._drive, run, attachment, prompt)
+
+    async def _drive(self, run: ActiveRun, attachment: Attachment, prompt: str) -> None:
+        from magi_code.runner.events import RunFinished
+        from magi_code.runner.journal import SessionJournal
+        from magi_code.runner.setup import turn_setup
+        from magi_code.runner.turn import OutputUnavailable, run_turn
+        from magi_code.tools.approvals import ApprovalBroker
+
+        emit = RunEmitter(self.channel, attachment.session_id, run.run_id)
+        broker = run.broker = ApprovalBroker(emit.announce)
+        finished = RunFinished("failed", "not_started", None, "execution_failed")
+        try:
+            setup = turn_setup(
+                self.admitted,
+                (self.provider, self.model, self.thinking),
+                attachment.session_id,
+                run.run_id,
+                broker,
+            )
+            finished = RunFinished("failed", "degraded", None, "execution_failed")
+            journal = SessionJournal(attachment, self.store.path_of(attachment.session_id))
+            finished = await run_turn(setup, journal, emit, run.control, prompt)
+        except Exception:  # noqa: BLE001 - a crashed run still ends in run.finished
+            pass
+        finally:
+            broker.deny_all()
+            run.ended = True
+            try:
+                await emit.critical(finished)
+            except OutputUnavailable:
+                self.server.post(lambda: self._terminal_lost(run))
+
+    def _terminal_lost(self, run: ActiveRun) -> None:
+        if self.run is run:
+            self.run = self.run_id = None
+
+    def _cancel_run(self, run: ActiveRun, reason: str | None) -> None:
+        async def cancel() -> None:
+            run.control.cancel(reason)
+            if run.broker is not None:
+                run.broker.deny_all()
+
+        if self._portal is not None:
+            self._portal.start_task_soon(cancel)
+
+    def on_turn_cancel(self, request: Request) -> None:
+        exact(request.params, {"session_id": (str,), "run_id": (str,)})
+        self._attached(request.params["session_id"])
+        run = self.run
+        if run is None or run.ended or run.run_id != request.params["run_id"]:
+            raise RequestRejected("stale_run")
+        self._cancel_run(run, None)
+        self.server.reply(request.id, {"cancellation_requested": True})
+
+    def on_approval(self, request: Request) -> None:
+        exact(
+            request.params,
+            {"session_id": (str,), "run_id": (str,), "approval_id": (str,), "allow": (bool,)},
+        )
+        params = request.params
+        self._attached(params["session_id"])
+        run = self.run
+        if run is None or run.ended or run.broker is None or run.run_id != params["run_id"]:
+            raise RequestRejected("stale_approval")
+        recorded = self.portal().call(run.broker.answer, params["approval_id"], params["allow"])
+        if not recorded:
+            raise RequestRejected("stale_approval")
+        self.server.reply(request.id, {"recorded": True})
+
+
+class RunEmitter:
+    """Run events -> channel items carrying the session and run ids."""
+
+    def __init__(self, channel: EventChannel, session_id: str, run_id: str) -> None:
+        self.channel, self.session_id, self.run_id = channel, session_id, run_id
+
+    def item(self, event: RunEvent) -> Item:
+        from dataclasses import asdict
+
+        from magi_code.runner.events import EVENT_NAMES
+
+        return EVENT_NAMES[type(event)], {
+            "session_id": self.session_id,
+            "run_id": self.run_id,
+            **asdict(event),
+        }
+
+    def delta(self, event: MessageDelta) -> None:
+        self.channel.offer_delta(self.item(event))
+
+    async def critical(self, event: RunEvent) -> None:
+        from magi_code.runner.turn import OutputUnavailable
+
+        try:
+            await self.channel.put(self.item(event))
+        except ChannelFull as full:
+            raise OutputUnavailable from full
+
+    async def announce(self, approval_id: str, summary: str, expires_in_ms: int) -> None:
+        from magi_code.runner.events import ApprovalRequested
+
+        await self.critical(ApprovalRequested(approval_id, summary, expires_in_ms))
+
+
+METHODS: dict[str, Callable[[LocalRuntime, Request], None]] = {
+    "session.create": LocalRuntime.on_create,
+    "session.open": LocalRuntime.on_open,
+    "history.page": LocalRuntime.on_history,
+    "turn.start": LocalRuntime.on_turn_start,
+    "turn.cancel": LocalRuntime.on_turn_cancel,
+    "approval.answer": LocalRuntime.on_approval,
+}

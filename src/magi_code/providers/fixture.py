@@ -1,0 +1,109 @@
+"""The built-in `fixture` provider: a scripted model with no network and no credentials.
+
+Without a script it answers one fixed line. A user prompt that starts with `fixture:` is
+followed by a JSON script: a list of rounds, one per model call in the turn (the first call
+after the prompt is round 0, the call after its tool results round 1, ...). A round:
+
+    {"text": "hello", "deltas": 3,           # the reply, split into 3 deltas (default 1)
+     "repeat": 10000,                        # or: send `text` as 10000 deltas
+     "delay_ms": 5,                          # sleep before each delta
+     "reasoning": "a summary",               # a provider-marked reasoning summary
+     "tools": [{"name": "read_file", "arguments": {"path": "x"}}],
+     "hang": true,                           # after the deltas, wait until cancelled
+     "error": "server_error"}                # fail the call with that ProviderError code
+
+Once the script is exhausted, a call answers "done.". A malformed script fails the call with
+`refused`, as a real provider refuses a request it cannot parse.
+"""
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any, cast
+
+from magi_code.providers.base import (
+    Completed,
+    ModelRequest,
+    ProviderError,
+    ProviderErrorCode,
+    ProviderEvent,
+    ReasoningSummary,
+    TextDelta,
+    ToolCall,
+    ToolCallDone,
+    ToolResult,
+    Usage,
+    UserText,
+)
+
+DEFAULT_REPLY = "Hello from the fixture model."
+PREFIX = "fixture:"
+
+
+def script_and_round(request: ModelRequest) -> tuple[list[dict[str, Any]] | None, int]:
+    last_user = max(
+        (i for i, item in enumerate(request.items) if isinstance(item, UserText)), default=-1
+    )
+    if last_user < 0:
+        return None, 0
+    rounds = 0
+    previous: object = None
+    for item in request.items[last_user + 1 :]:
+        if isinstance(item, ToolResult) and not isinstance(previous, ToolResult):
+            rounds += 1
+        previous = item
+    prompt = cast(UserText, request.items[last_user]).text
+    if not prompt.startswith(PREFIX):
+        return None, rounds
+    try:
+        script = json.loads(prompt[len(PREFIX) :])
+    except ValueError as exc:
+        raise ProviderError("refused") from exc
+    if not isinstance(script, list) or not all(isinstance(r, dict) for r in script):
+        raise ProviderError("refused")
+    return script, rounds
+
+
+def split_text(text: str, parts: int) -> list[str]:
+    size = max(1, -(-len(text) // max(1, parts)))
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+class FixtureProvider:
+    id = "fixture"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        import anyio
+
+        script, index = script_and_round(request)
+        if script is None:
+            step: dict[str, Any] = {"text": DEFAULT_REPLY} if index == 0 else {"text": "done."}
+        else:
+            step = script[index] if index < len(script) else {"text": "done."}
+        if "error" in step:
+            raise ProviderError(cast(ProviderErrorCode, step["error"]), retryable=False)
+        if "reasoning" in step:
+            yield ReasoningSummary(item_id=f"rs{index}", text=str(step["reasoning"]))
+        text = str(step.get("text", ""))
+        pieces = (
+            [text] * int(step["repeat"])
+            if "repeat" in step
+            else split_text(text, int(step.get("deltas", 1)))
+        )
+        delay = float(step.get("delay_ms", 0)) / 1000
+        for piece in pieces:
+            if delay:
+                await anyio.sleep(delay)
+            if piece:
+                yield TextDelta(piece)
+        for n, call in enumerate(step.get("tools", [])):
+            yield ToolCallDone(
+                ToolCall(
+                    f"call-{index}-{n}", str(call["name"]), json.dumps(call.get("arguments", {}))
+                )
+            )
+        if step.get("hang"):
+            await anyio.sleep_forever()
+        yield Usage(
+            input_tokens=sum(len(str(i)) for i in request.items) // 4, output_tokens=len(text) // 4
+        )
+        yield Completed("tool_use" if step.get("tools") else "end_turn")

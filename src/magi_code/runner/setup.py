@@ -1,0 +1,46 @@
+"""Everything one run needs from the admitted snapshot: provider, tools, policy, prompt."""
+
+from magi_code.providers.base import Provider
+from magi_code.runner.startup import Admitted
+from magi_code.runner.turn import TurnSetup
+from magi_code.tools.approvals import ApprovalBroker
+from magi_code.tools.builtin import builtin_tools
+from magi_code.tools.policy import Policy
+
+Selection = tuple[str | None, str | None, str | None]  # provider, model, thinking
+
+
+def make_provider(admitted: Admitted, provider_id: str) -> Provider:
+    conf = admitted.settings["providers"][provider_id]
+    if conf.get("wire_api") == "fixture":
+        from magi_code.providers.fixture import FixtureProvider
+
+        return FixtureProvider()
+    from magi_code.config.credentials import CredentialStore
+    from magi_code.providers.registry import build_provider
+
+    return build_provider(provider_id, conf, CredentialStore(admitted.paths.home), admitted.env)
+
+
+def turn_setup(
+    admitted: Admitted,
+    selection: Selection,
+    session_id: str,
+    run_id: str,
+    approvals: ApprovalBroker,
+) -> TurnSetup:
+    provider_id, model, thinking = selection
+    provider_id = provider_id or admitted.provider
+    return TurnSetup(
+        session_id=session_id,
+        run_id=run_id,
+        model=model or admitted.model,
+        instructions=admitted.instructions,
+        thinking=thinking,
+        provider=make_provider(admitted, provider_id),
+        tools=builtin_tools(),
+        policy=Policy.from_settings(admitted.settings.get("permissions")),
+        workspace=admitted.cwd,
+        env=admitted.env,
+        approvals=approvals,
+    )

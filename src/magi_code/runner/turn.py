@@ -1,0 +1,405 @@
+"""The turn loop: one prompt in, a stream of run events out, every step persisted as it
+happens, and exactly one `RunFinished` returned.
+
+    append the prompt (fsynced) -> input.persisted -> loop:
+        stream the model into one assistant segment (deltas, chunks on disk)
+        reconcile the segment (authoritative parts); no tool calls -> done
+        for each tool call: activity, permission (maybe an approval), run, record, activity
+    -> run_finished record -> RunFinished(outcome, persistence, revision, error_code)
+
+Cancellation arrives through `TurnControl.cancel` and is owned here: the loop runs inside
+its own cancel scope, and finalization (partial reply kept, run_finished recorded) is
+shielded. A required-input append failure is failed/not_started; any later append failure
+is degraded, whatever was displayed. It runs in an anyio event loop and knows no face.
+"""
+
+import json
+import uuid
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import aclosing, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, cast
+
+import anyio
+
+from magi_code import limits
+from magi_code.providers.base import (
+    AssistantText,
+    Completed,
+    Item,
+    ModelRequest,
+    Provider,
+    ProviderError,
+    ProviderEvent,
+    ReasoningSummary,
+    TextDelta,
+    ToolCall,
+    ToolCallDone,
+    ToolResult,
+    ToolSpec,
+    Usage,
+)
+from magi_code.redact import redact
+from magi_code.runner.events import (
+    Activity,
+    Diagnostic,
+    InputPersisted,
+    MessageDelta,
+    MessageReconcile,
+    Persistence,
+    RunEvent,
+    RunFinished,
+)
+from magi_code.runner.text import split_utf8
+from magi_code.tools.approvals import ApprovalBroker
+from magi_code.tools.base import Tool, ToolContext, ToolInputError, ToolOutcome
+from magi_code.tools.policy import Policy
+from magi_code.tools.summaries import safe_summary
+
+CHUNK_PERSIST_BYTES = limits.HISTORY_CHUNK_BYTES  # unpersisted text before a chunk record
+
+
+class Journal(Protocol):
+    """Where a run's records go: the attached session."""
+
+    def append(self, record: dict[str, Any], *, fsync: bool) -> None: ...  # raises OSError
+    def acknowledge(self, stored_message_id: str) -> tuple[str, str]: ...  # id, revision
+    def revision(self) -> str | None: ...  # a fresh revision after the run, None if none
+    def replay(self) -> list[Item]: ...
+
+
+class Emitter(Protocol):
+    def delta(self, event: MessageDelta) -> None: ...  # best effort, never blocks
+    async def critical(self, event: RunEvent) -> None: ...  # raises OutputUnavailable
+
+
+class OutputUnavailable(Exception):
+    """A critical event could not be delivered within its bound."""
+
+
+class RunFailed(Exception):
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class TurnControl:
+    """The handle a face uses to stop a run. Use it from the run's event loop only; it may be
+    cancelled before the run has entered its scope, which then cancels on entry."""
+
+    def __init__(self) -> None:
+        self.scope: anyio.CancelScope | None = None
+        self.cancelled = False
+        self.reason: str | None = None  # error code when the cancel was not a user's Stop
+
+    def enter(self) -> anyio.CancelScope:
+        self.scope = anyio.CancelScope()
+        if self.cancelled:
+            self.scope.cancel()
+        return self.scope
+
+    def cancel(self, reason: str | None = None) -> None:
+        if not self.cancelled:
+            self.cancelled, self.reason = True, reason
+        if self.scope is not None:
+            self.scope.cancel()
+
+
+@dataclass
+class TurnSetup:
+    session_id: str
+    run_id: str
+    model: str
+    instructions: str
+    thinking: str | None
+    provider: Provider
+    tools: Mapping[str, Tool[Any]]
+    policy: Policy
+    workspace: Path
+    env: Mapping[str, str]
+    approvals: ApprovalBroker
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass
+class Segment:
+    message_id: str
+    parts: list[str] = field(default_factory=list)
+    persisted: int = 0  # how many of `parts` are on disk as chunks
+    chunk_index: int = 0
+    delta_part: int = 0
+    reconciled: bool = False
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+class Turn:
+    def __init__(self, setup: TurnSetup, journal: Journal, emit: Emitter, control: TurnControl):
+        self.setup, self.journal, self.emit, self.control = setup, journal, emit, control
+        self.degraded = False
+        self.content_bytes = 0
+        self.segments = 0
+        self.activities = 0
+        self.segment: Segment | None = None
+        self.open_activity: tuple[str, str, str, str] | None = None  # id, call, name, summary
+        self.usage: Usage | None = None
+
+    # ---- persistence -----------------------------------------------------------------------
+
+    def record(self, kind: str, fsync: bool = False, **fields: Any) -> None:
+        try:
+            self.journal.append({"type": kind, "run_id": self.setup.run_id, **fields}, fsync=fsync)
+        except OSError:  # the run goes on; its history is degraded
+            self.degraded = True
+
+    # ---- the run ---------------------------------------------------------------------------
+
+    async def run(self, prompt: str) -> RunFinished:
+        message_id = new_id()
+        try:
+            self.journal.append(
+                {
+                    "type": "user",
+                    "run_id": self.setup.run_id,
+                    "message_id": message_id,
+                    "text": prompt,
+                },
+                fsync=True,
+            )
+        except OSError:
+            return RunFinished("failed", "not_started", None, "persistence_failed")
+        outcome, error = "completed", None
+        with self.control.enter() as scope:
+            try:
+                projected, revision = self.journal.acknowledge(message_id)
+                await self.emit.critical(InputPersisted(projected, revision))
+                await self.loop(self.journal.replay())
+            except RunFailed as failed:
+                outcome, error = "failed", failed.code
+            except ProviderError:
+                outcome, error = "failed", "execution_failed"
+            except OutputUnavailable:
+                outcome, error = "cancelled", "output_unavailable"
+        if scope.cancelled_caught:
+            outcome, error = "cancelled", self.control.reason
+        with anyio.CancelScope(shield=True):
+            finished = await self.finish(outcome, error)
+        return finished
+
+    async def loop(self, items: list[Item]) -> None:
+        specs = tuple(
+            ToolSpec(t.name, t.description, t.parameters) for t in self.setup.tools.values()
+        )
+        while True:
+            calls = await self.stream(items, specs)
+            await self.close_segment(partial=False)
+            if not calls:
+                return
+            for call in calls:
+                items.append(call)
+                items.append(await self.call_tool(call))
+
+    async def stream(self, items: list[Item], specs: tuple[ToolSpec, ...]) -> list[ToolCall]:
+        self.segments += 1
+        if self.segments > limits.RUN_CONTENT_SEGMENTS:
+            raise RunFailed("content_limit")
+        self.segment = Segment(new_id())
+        request = ModelRequest(
+            self.setup.model, self.setup.instructions, tuple(items), specs, self.setup.thinking
+        )
+        calls: list[ToolCall] = []
+        events = cast(AsyncGenerator[ProviderEvent, None], self.setup.provider.stream(request))
+        async with aclosing(events):  # cancellation closes the active request
+            async for event in events:
+                if isinstance(event, TextDelta):
+                    await self.text(event.text)
+                elif isinstance(event, ToolCallDone):
+                    calls.append(event.call)
+                elif isinstance(event, ReasoningSummary):
+                    self.record(
+                        "reasoning_summary",
+                        item_id=event.item_id,
+                        text=event.text,
+                        provider_summary=True,
+                    )
+                elif isinstance(event, Usage):
+                    self.usage = event
+                elif isinstance(event, Completed):
+                    break
+        if self.segment.text:
+            items.append(AssistantText(self.segment.text))
+        return calls
+
+    async def text(self, text: str) -> None:
+        assert self.segment is not None
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if self.content_bytes + size > limits.RUN_CONTENT_BYTES:
+            raise RunFailed("content_limit")
+        self.content_bytes += size
+        self.segment.parts.append(text)
+        for piece in split_utf8(redact(text), limits.LIVE_CHUNK_BYTES):
+            self.emit.delta(MessageDelta(self.segment.message_id, self.segment.delta_part, piece))
+            self.segment.delta_part += 1
+        unpersisted = sum(len(p) for p in self.segment.parts[self.segment.persisted :])
+        if unpersisted >= CHUNK_PERSIST_BYTES:
+            self.persist_chunk()
+
+    def persist_chunk(self) -> None:
+        segment = self.segment
+        assert segment is not None
+        text = "".join(segment.parts[segment.persisted :])
+        if text:
+            self.record(
+                "assistant_chunk",
+                message_id=segment.message_id,
+                index=segment.chunk_index,
+                text=text,
+            )
+            segment.chunk_index += 1
+            segment.persisted = len(segment.parts)
+
+    async def close_segment(self, *, partial: bool) -> None:
+        """Persist and reconcile the current segment: whole when complete, chunks when not."""
+        segment = self.segment
+        if segment is None or segment.reconciled:
+            return
+        segment.reconciled = True
+        if not segment.text and not partial:
+            return
+        if partial:
+            self.persist_chunk()
+        else:
+            self.record("assistant", message_id=segment.message_id, text=segment.text)
+        pieces = split_utf8(redact(segment.text), limits.LIVE_CHUNK_BYTES) or [""]
+        for part, piece in enumerate(pieces):
+            await self.emit.critical(
+                MessageReconcile(segment.message_id, part, piece, part == len(pieces) - 1, partial)
+            )
+
+    # ---- tools -----------------------------------------------------------------------------
+
+    async def call_tool(self, call: ToolCall) -> ToolResult:
+        self.activities += 1
+        if self.activities > limits.RUN_ACTIVITY_IDS:
+            raise RunFailed("execution_failed")
+        activity_id = new_id()
+        tool = self.setup.tools.get(call.name)
+        ctx = ToolContext(self.setup.workspace, self.setup.env)
+        name = safe_summary(call.name)[:64] or "tool"
+        try:
+            if tool is None:
+                raise ToolInputError("invalid_arguments")
+            args = tool.parse(call.arguments)
+            access = tool.access(args, ctx)
+            summary = safe_summary(tool.describe(args, ctx))
+        except ToolInputError as bad:
+            return await self.refused_call(activity_id, call, name, f"rejected: {bad.code}")
+        self.open_activity = (activity_id, call.call_id, name, summary)
+        self.record(
+            "tool",
+            activity_id=activity_id,
+            call_id=call.call_id,
+            name=name,
+            state="started",
+            summary=summary,
+        )
+        await self.emit.critical(Activity(activity_id, "tool", "started", name, summary))
+        decision = self.setup.policy.decide(call.name, access, self.setup.workspace)
+        allowed = decision == "allow" or (
+            decision == "ask" and await self.setup.approvals.request(summary)
+        )
+        if allowed:
+            outcome = await self.run_tool(tool, args, ctx)
+        else:
+            outcome = ToolOutcome(
+                False, "The user did not allow this action.", f"denied: {summary}"
+            )
+        return await self.end_activity(outcome, call)
+
+    async def run_tool(self, tool: Tool[Any], args: Any, ctx: ToolContext) -> ToolOutcome:
+        try:
+            return await tool.run(args, ctx)
+        except Exception:  # noqa: BLE001 - a broken tool fails its call, not the run
+            return ToolOutcome(False, "The tool failed unexpectedly.", "tool failed")
+
+    async def end_activity(self, outcome: ToolOutcome, call: ToolCall) -> ToolResult:
+        assert self.open_activity is not None
+        activity_id, call_id, name, _ = self.open_activity
+        self.open_activity = None
+        state: Literal["completed", "failed"] = "completed" if outcome.ok else "failed"
+        self.record(
+            "tool",
+            activity_id=activity_id,
+            call_id=call_id,
+            name=name,
+            state=state,
+            summary=outcome.summary,
+            arguments=call.arguments,
+            result=outcome.output,
+        )
+        await self.emit.critical(Activity(activity_id, "tool", state, name, outcome.summary))
+        return ToolResult(call_id, outcome.output, not outcome.ok)
+
+    async def refused_call(
+        self, activity_id: str, call: ToolCall, name: str, why: str
+    ) -> ToolResult:
+        self.open_activity = (activity_id, call.call_id, name, why)
+        self.record(
+            "tool",
+            activity_id=activity_id,
+            call_id=call.call_id,
+            name=name,
+            state="started",
+            summary=why,
+        )
+        await self.emit.critical(Activity(activity_id, "tool", "started", name, why))
+        message = json.dumps({"error": why})
+        return await self.end_activity(ToolOutcome(False, message, why), call)
+
+    # ---- the end ---------------------------------------------------------------------------
+
+    async def finish(self, outcome: str, error: str | None) -> RunFinished:
+        """Shielded: keep the partial reply, close an interrupted activity, record the end."""
+        delivered = True
+        try:
+            await self.close_segment(partial=outcome != "completed")
+            if self.open_activity is not None:
+                activity_id, call_id, name, summary = self.open_activity
+                self.open_activity = None
+                self.record(
+                    "tool",
+                    activity_id=activity_id,
+                    call_id=call_id,
+                    name=name,
+                    state="failed",
+                    summary=f"interrupted: {summary}",
+                )
+                await self.emit.critical(
+                    Activity(
+                        activity_id, "tool", "failed", name, safe_summary(f"interrupted: {summary}")
+                    )
+                )
+        except OutputUnavailable:
+            delivered = False
+            outcome, error = "cancelled", "output_unavailable"
+        self.record("run_finished", outcome=outcome, error_code=error)
+        if self.degraded and delivered:
+            with suppress(OutputUnavailable):
+                await self.emit.critical(
+                    Diagnostic("persistence_failed", "Part of this run could not be saved.")
+                )
+        persistence: Persistence = "degraded" if self.degraded else "durable"
+        revision = None if self.degraded else self.journal.revision()
+        return RunFinished(outcome, persistence, revision, error)  # type: ignore[arg-type]
+
+
+async def run_turn(
+    setup: TurnSetup, journal: Journal, emit: Emitter, control: TurnControl, prompt: str
+) -> RunFinished:
+    return await Turn(setup, journal, emit, control).run(prompt)
