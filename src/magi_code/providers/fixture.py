@@ -10,7 +10,8 @@ after the prompt is round 0, the call after its tool results round 1, ...). A ro
      "reasoning": "a summary",               # a provider-marked reasoning summary
      "tools": [{"name": "read_file", "arguments": {"path": "x"}}],
      "hang": true,                           # after the deltas, wait until cancelled
-     "error": "server_error"}                # fail the call with that ProviderError code
+     "error": "server_error",                # fail the call with that ProviderError code
+     "times": 600}                           # this round stands for 600 identical rounds
 
 Once the script is exhausted, a call answers "done.". A malformed script fails the call with
 `refused`, as a real provider refuses a request it cannot parse.
@@ -60,7 +61,8 @@ def script_and_round(request: ModelRequest) -> tuple[list[dict[str, Any]] | None
         raise ProviderError("refused") from exc
     if not isinstance(script, list) or not all(isinstance(r, dict) for r in script):
         raise ProviderError("refused")
-    return script, rounds
+    expanded = [r for r in script for _ in range(int(r.get("times", 1)))]
+    return expanded, rounds
 
 
 def split_text(text: str, parts: int) -> list[str]:

@@ -206,9 +206,6 @@ class Turn:
                 items.append(await self.call_tool(call))
 
     async def stream(self, items: list[Item], specs: tuple[ToolSpec, ...]) -> list[ToolCall]:
-        self.segments += 1
-        if self.segments > limits.RUN_CONTENT_SEGMENTS:
-            raise RunFailed("content_limit")
         self.segment = Segment(new_id())
         request = ModelRequest(
             self.setup.model, self.setup.instructions, tuple(items), specs, self.setup.thinking
@@ -239,6 +236,10 @@ class Turn:
     async def text(self, text: str) -> None:
         assert self.segment is not None
         size = len(text.encode("utf-8", "surrogatepass"))
+        if not self.segment.parts:  # the segment's first text makes it one of the run's
+            self.segments += 1
+            if self.segments > limits.RUN_CONTENT_SEGMENTS:
+                raise RunFailed("content_limit")
         if self.content_bytes + size > limits.RUN_CONTENT_BYTES:
             raise RunFailed("content_limit")
         self.content_bytes += size
