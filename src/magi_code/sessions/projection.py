@@ -20,11 +20,12 @@ serialized UTF-8 bytes, every entry yields at least one part), so a huge stored 
 refused before its text is all held in memory.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from magi_code.limits import HISTORY_SNAPSHOT_BYTES, HISTORY_SNAPSHOT_PARTS, SUMMARY_BYTES
 from magi_code.sessions.errors import SessionError
-from magi_code.sessions.records import PROJECTED_TYPES, Record
+from magi_code.sessions.records import Record
 from magi_code.sessions.redact import redact
 
 INTERRUPTED_TEXT = "This turn was interrupted before it finished; the reply may be incomplete."
@@ -74,6 +75,14 @@ class Projector:
         self._open_runs: dict[str, None] = {}  # insertion-ordered set
         self._outcomes: dict[str, str] = {}  # run_id -> outcome, "interrupted" included
         self._size = 0  # lower bound of the serialized projection
+        self._handlers: dict[str, Callable[[Record], None]] = {
+            "user": self._on_user,
+            "compaction": self._on_compaction,
+            "assistant_chunk": self._on_assistant_chunk,
+            "assistant": self._on_assistant,
+            "reasoning_summary": self._on_reasoning_summary,
+            "tool": self._on_tool,
+        }
 
     def feed(self, record: Record) -> None:
         kind = record["type"]
@@ -83,8 +92,10 @@ class Projector:
         if kind == "run_finished":
             self._open_runs.pop(record["run_id"], None)
             self._outcomes[record["run_id"]] = record["outcome"]
-        elif kind in PROJECTED_TYPES:
-            getattr(self, f"_on_{kind}")(record)
+        else:
+            handler = self._handlers.get(kind)
+            if handler is not None:
+                handler(record)
 
     def finish(self, *, torn: bool = False) -> Projection:
         for run_id in list(self._open_runs):
