@@ -21,7 +21,7 @@ refused before its text is all held in memory.
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from magi_code.limits import HISTORY_SNAPSHOT_BYTES, HISTORY_SNAPSHOT_PARTS, SUMMARY_BYTES
 from magi_code.sessions.errors import SessionError
@@ -39,14 +39,13 @@ class Entry:
     kind: str
     text: str
     partial: bool
+    stored_id: str | None = None  # the stored message_id of a user or assistant message
 
 
-@dataclass
+@dataclass(frozen=True)
 class Projection:
     entries: list[Entry]
     complete: bool
-    # stored user/assistant message_id -> index in entries (the latest message with that id)
-    stored_ids: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -55,6 +54,7 @@ class _Slot:
     text: str = ""
     partial: bool = False
     run_id: str | None = None
+    stored_id: str | None = None
     chunks: list[str] | None = None  # assistant pieces still waiting for a reconciled copy
 
 
@@ -71,7 +71,6 @@ class Projector:
         self._max_parts = max_parts
         self._slots: list[_Slot] = []
         self._by_key: dict[tuple[str, str, str], _Slot] = {}
-        self._stored_ids: dict[str, int] = {}
         self._open_runs: dict[str, None] = {}  # insertion-ordered set
         self._outcomes: dict[str, str] = {}  # run_id -> outcome, "interrupted" included
         self._size = 0  # lower bound of the serialized projection
@@ -104,7 +103,7 @@ class Projector:
             self._add(_Slot("diagnostic", TORN_TEXT))
         entries = [self._entry(slot) for slot in self._slots]
         complete = not torn and "interrupted" not in self._outcomes.values()
-        return Projection(entries, complete, self._stored_ids)
+        return Projection(entries, complete)
 
     # ---- runs ----------------------------------------------------------------------------
 
@@ -123,8 +122,8 @@ class Projector:
     # ---- record kinds --------------------------------------------------------------------
 
     def _on_user(self, record: Record) -> None:
-        self._add(_Slot("user", redact(record["text"]), run_id=record["run_id"]))
-        self._stored_ids[record["message_id"]] = len(self._slots) - 1
+        text = redact(record["text"])
+        self._add(_Slot("user", text, run_id=record["run_id"], stored_id=record["message_id"]))
 
     def _on_compaction(self, record: Record) -> None:
         self._add(_Slot("compaction", redact(record["text"])))
@@ -169,12 +168,12 @@ class Projector:
     # ---- slots ---------------------------------------------------------------------------
 
     def _assistant_slot(self, record: Record) -> _Slot:
-        key = ("assistant", record["run_id"], record["message_id"])
+        run_id = record["run_id"]
+        key = ("assistant", run_id, record["message_id"])
         slot = self._by_key.get(key)
         if slot is None:
-            slot = _Slot("assistant", run_id=record["run_id"], chunks=[])
+            slot = _Slot("assistant", run_id=run_id, stored_id=record["message_id"], chunks=[])
             self._by_key[key] = self._add(slot)
-            self._stored_ids[record["message_id"]] = len(self._slots) - 1
         return slot
 
     def _add(self, slot: _Slot) -> _Slot:
@@ -196,9 +195,10 @@ class Projector:
 
     def _entry(self, slot: _Slot) -> Entry:
         if slot.chunks is None:
-            return Entry(slot.kind, slot.text, slot.partial)
+            return Entry(slot.kind, slot.text, slot.partial, slot.stored_id)
         outcome = self._outcomes.get(slot.run_id or "")
-        return Entry(slot.kind, redact("".join(slot.chunks)), outcome != "completed")
+        text = redact("".join(slot.chunks))
+        return Entry(slot.kind, text, outcome != "completed", slot.stored_id)
 
 
 def _clip_utf8(text: str, limit: int) -> str:

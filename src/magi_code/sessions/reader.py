@@ -42,6 +42,7 @@ class Fingerprint:
 class ReadResult:
     projection: Projection
     digest: str  # hex content digest of every byte read
+    durable_hash: "hashlib._Hash"  # running digest of the bytes up to the last LF
     fingerprint: Fingerprint
     durable_size: int  # bytes up to and including the last LF
     has_header: bool  # some "session" record was read
@@ -49,8 +50,12 @@ class ReadResult:
     selection: object  # the last "selection" value read, or None
 
 
-def empty_digest() -> str:
-    return hashlib.sha256().hexdigest()[:DIGEST_HEX]
+def new_hash() -> "hashlib._Hash":
+    return hashlib.sha256()
+
+
+def hex_digest(running: "hashlib._Hash") -> str:
+    return running.hexdigest()[:DIGEST_HEX]
 
 
 def _open_safe(path: Path) -> int:
@@ -143,7 +148,7 @@ def read_session(path: Path, session_id: str, canonical_cwd: str) -> ReadResult:
 def _read(fd: int, session: _Session) -> ReadResult:
     if os.fstat(fd).st_size > STORED_HISTORY_BYTES:
         raise SessionError("history_limit")
-    digest = hashlib.sha256()
+    durable_hash = hashlib.sha256()  # whole lines only; the pending line is hashed once whole
     pending: list[bytes] = []  # the current unterminated line, in pieces
     total = lines = durable = 0
     tail = b""
@@ -151,12 +156,14 @@ def _read(fd: int, session: _Session) -> ReadResult:
         total += len(block)
         if total > STORED_HISTORY_BYTES:
             raise SessionError("history_limit")
-        digest.update(block)
         tail = (tail + block[-TAIL_BYTES:])[-TAIL_BYTES:]
         pieces = block.split(b"\n")
         if len(pieces) == 1:
             pending.append(block)
             continue
+        for piece in pending:
+            durable_hash.update(piece)
+        durable_hash.update(memoryview(block)[: len(block) - len(pieces[-1])])
         pieces[0] = b"".join([*pending, pieces[0]])
         pending = [pieces.pop()]
         lines += len(pieces)
@@ -166,6 +173,9 @@ def _read(fd: int, session: _Session) -> ReadResult:
             session.line(raw)
         durable = total - len(pending[0])
     torn = total > durable
+    digest = durable_hash.copy()
+    for piece in pending:
+        digest.update(piece)
     if torn and lines + 1 > STORED_HISTORY_LINES:
         raise SessionError("history_limit")
     info = os.fstat(fd)
@@ -174,7 +184,8 @@ def _read(fd: int, session: _Session) -> ReadResult:
     )
     return ReadResult(
         projection=session.projector.finish(torn=torn),
-        digest=digest.hexdigest()[:DIGEST_HEX],
+        digest=hex_digest(digest),
+        durable_hash=durable_hash,
         fingerprint=fingerprint,
         durable_size=durable,
         has_header=session.has_header,
