@@ -73,6 +73,7 @@ class Projector:
         self._by_key: dict[tuple[str, str, str], _Slot] = {}
         self._open_runs: dict[str, None] = {}  # insertion-ordered set
         self._outcomes: dict[str, str] = {}  # run_id -> outcome, "interrupted" included
+        self._interrupted = False
         self._size = 0  # lower bound of the serialized projection
         self._handlers: dict[str, Callable[[Record], None]] = {
             "user": self._on_user,
@@ -90,7 +91,8 @@ class Projector:
             self._track_run(run_id, kind)
         if kind == "run_finished":
             self._open_runs.pop(record["run_id"], None)
-            self._outcomes[record["run_id"]] = record["outcome"]
+            # a finish recorded after the run was already shown as interrupted changes nothing
+            self._outcomes.setdefault(record["run_id"], record["outcome"])
         else:
             handler = self._handlers.get(kind)
             if handler is not None:
@@ -102,7 +104,7 @@ class Projector:
         if torn:
             self._add(_Slot("diagnostic", TORN_TEXT))
         entries = [self._entry(slot) for slot in self._slots]
-        complete = not torn and "interrupted" not in self._outcomes.values()
+        complete = not torn and not self._interrupted
         return Projection(entries, complete)
 
     # ---- runs ----------------------------------------------------------------------------
@@ -117,6 +119,7 @@ class Projector:
     def _interrupt(self, run_id: str) -> None:
         self._open_runs.pop(run_id, None)
         self._outcomes[run_id] = "interrupted"
+        self._interrupted = True
         self._add(_Slot("diagnostic", INTERRUPTED_TEXT))
 
     # ---- record kinds --------------------------------------------------------------------
