@@ -126,6 +126,15 @@ def test_append_refuses_records_outside_the_schema(store: SessionStore, cwd: Pat
         {"type": "diagnostic", "code": "x"},
         {"type": "user", "text": "no ids"},
         {"type": "user", "message_id": "m", "run_id": "r", "text": "x", "session_id": "other"},
+        {"type": "user", "message_id": "m", "run_id": "r", "text": "lone \ud800 surrogate"},
+        {
+            "type": "tool",
+            "activity_id": "a",
+            "run_id": "r",
+            "name": "n",
+            "state": "started",
+            "result": object(),
+        },
     ]:
         with pytest.raises(ValueError):
             attachment.append(bad, fsync=False)

@@ -290,11 +290,11 @@ class Attachment:
         line = {"session_id": self.session_id, **record}
         try:
             check_record(line, self.session_id)
-        except SessionError:
+            data = (dumps(line) + "\n").encode("utf-8")
+        except (SessionError, TypeError, ValueError):  # ValueError covers lone surrogates
             raise ValueError("record does not follow the session schema") from None
         with self._lock:
             self._check_attached()
-            data = (dumps(line) + "\n").encode("utf-8")
             if self._needs_header:
                 data = (dumps(self._header()) + "\n").encode("utf-8") + data
             self._write(data, fsync=fsync)
