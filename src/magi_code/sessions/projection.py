@@ -17,7 +17,11 @@ Pure (records in, entries out; no files, no clock). Rules, in the order they app
 
 Budgets are enforced early against a lower bound of the final size (code points never exceed
 serialized UTF-8 bytes, every entry yields at least one part), so a huge stored history is
-refused before its text is all held in memory.
+refused before its text is all held in memory. One approximation: chunks still waiting for a
+reconciled copy are counted before redaction (which can only shorten secrets), so a reply of
+nearly the whole budget that contains secrets may be refused slightly early, never late.
+Activity summaries are clipped to SUMMARY_BYTES after redaction (the runner stores them
+within that bound already).
 """
 
 from collections.abc import Callable
