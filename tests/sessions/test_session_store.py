@@ -122,7 +122,7 @@ def test_history_is_busy_during_a_turn(store: SessionStore, cwd: Path) -> None:
 
 def test_append_refuses_records_outside_the_schema(store: SessionStore, cwd: Path) -> None:
     attachment = store.create(cwd, None)
-    for bad in [
+    bad_records: list[dict[str, object]] = [
         {"type": "diagnostic", "code": "x"},
         {"type": "user", "text": "no ids"},
         {"type": "user", "message_id": "m", "run_id": "r", "text": "x", "session_id": "other"},
@@ -135,7 +135,8 @@ def test_append_refuses_records_outside_the_schema(store: SessionStore, cwd: Pat
             "state": "started",
             "result": object(),
         },
-    ]:
+    ]
+    for bad in bad_records:
         with pytest.raises(ValueError):
             attachment.append(bad, fsync=False)
     assert not store.path_of(attachment.session_id).exists()
