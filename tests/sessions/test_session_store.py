@@ -8,7 +8,10 @@ import pytest
 from sessions_support import SID, finished, header, line, messages, pages, user, write_session
 
 from magi_code.sessions import Attachment, Selection, SessionError, SessionStore
+from magi_code.sessions.ids import valid_opaque_id
 from magi_code.sessions.leases import Leases
+from magi_code.sessions.projection import INTERRUPTED_TEXT
+from magi_code.sessions.snapshot import projected_message_id
 
 SELECTION = Selection("fixture", "fixture-model", "low")
 
@@ -59,8 +62,6 @@ def test_same_process_reopen_of_a_lazy_handle(store: SessionStore, cwd: Path) ->
 
 
 def _interrupted() -> tuple[str, str, bool]:
-    from magi_code.sessions.projection import INTERRUPTED_TEXT
-
     return ("diagnostic", INTERRUPTED_TEXT, False)
 
 
@@ -121,11 +122,21 @@ def test_history_is_busy_during_a_turn(store: SessionStore, cwd: Path) -> None:
 
 def test_append_refuses_records_outside_the_schema(store: SessionStore, cwd: Path) -> None:
     attachment = store.create(cwd, None)
-    for bad in [
+    bad_records: list[dict[str, object]] = [
         {"type": "diagnostic", "code": "x"},
         {"type": "user", "text": "no ids"},
         {"type": "user", "message_id": "m", "run_id": "r", "text": "x", "session_id": "other"},
-    ]:
+        {"type": "user", "message_id": "m", "run_id": "r", "text": "lone \ud800 surrogate"},
+        {
+            "type": "tool",
+            "activity_id": "a",
+            "run_id": "r",
+            "name": "n",
+            "state": "started",
+            "result": object(),
+        },
+    ]
+    for bad in bad_records:
         with pytest.raises(ValueError):
             attachment.append(bad, fsync=False)
     assert not store.path_of(attachment.session_id).exists()
@@ -231,8 +242,6 @@ def test_own_appends_invalidate_and_change_the_revision(store: SessionStore, cwd
 
 
 def test_opaque_ids_follow_the_grammar(store: SessionStore, cwd: Path) -> None:
-    from magi_code.sessions import valid_opaque_id
-
     attachment = _opened(store, cwd)
     snapshot = attachment.history
     all_pages = pages(snapshot)
@@ -242,4 +251,49 @@ def test_opaque_ids_follow_the_grammar(store: SessionStore, cwd: Path) -> None:
         assert page.next_cursor is None or valid_opaque_id(page.next_cursor)
         assert all(valid_opaque_id(e["message_id"]) for e in page.entries)
     assert [p.complete for p in all_pages] == [False] * (len(all_pages) - 1) + [True]
+    attachment.close()
+
+
+# ---- acknowledgement revision and message IDs ----------------------------------------------
+
+
+@pytest.mark.parametrize("start", ["lazy", "durable", "torn"])
+def test_revision_after_append_matches_a_fresh_snapshot(
+    store: SessionStore, cwd: Path, start: str
+) -> None:
+    if start == "lazy":
+        attachment = store.create(cwd, SELECTION)
+    else:
+        tail = b'{"session_id":"s-test_0001","ty' if start == "torn" else b""
+        write_session(store, [header(cwd), user("r0", "q"), finished("r0")], tail=tail)
+        attachment, _ = store.open(SID, cwd)
+    assert attachment.revision == attachment.history.revision
+    revisions = {attachment.revision}
+    with attachment.turn():
+        attachment.append(user("r1", "next", message_id="f00d"), fsync=True)
+        acknowledged = attachment.revision
+        revisions.add(acknowledged)
+    snapshot = attachment.snapshot()
+    assert snapshot.revision == acknowledged and len(revisions) == 2
+    assert snapshot.message_id_for("f00d") == projected_message_id("user", "f00d")
+    ids = [e["message_id"] for p in pages(snapshot) for e in p.entries]
+    assert projected_message_id("user", "f00d") in ids
+    attachment.close()
+
+
+def test_unusable_or_repeated_stored_ids_fall_back(store: SessionStore, cwd: Path) -> None:
+    records = [
+        header(cwd),
+        user("r1", "a", message_id="same"),
+        user("r1", "b", message_id="same"),
+        user("r1", "c", message_id="has space"),
+        user("r1", "d", message_id="x" * 63),
+        finished("r1"),
+    ]
+    write_session(store, records)
+    attachment, _ = store.open(SID, cwd)
+    ids = [e["message_id"] for p in pages(attachment.history) for e in p.entries]
+    assert ids[0] == projected_message_id("user", "same")
+    assert len(set(ids)) == len(ids) == 4
+    assert all(valid_opaque_id(i) for i in ids)
     attachment.close()

@@ -21,9 +21,12 @@ from magi_code.limits import (
 ENTRY_KINDS = ("user", "assistant", "reasoning_summary", "activity", "compaction", "diagnostic")
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def dumps(value: Any) -> str:
     """The one wire serialization every size in this package is measured with."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 def serialized_bytes(value: Any) -> int:

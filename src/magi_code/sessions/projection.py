@@ -17,14 +17,19 @@ Pure (records in, entries out; no files, no clock). Rules, in the order they app
 
 Budgets are enforced early against a lower bound of the final size (code points never exceed
 serialized UTF-8 bytes, every entry yields at least one part), so a huge stored history is
-refused before its text is all held in memory.
+refused before its text is all held in memory. One approximation: chunks still waiting for a
+reconciled copy are counted before redaction (which can only shorten secrets), so a reply of
+nearly the whole budget that contains secrets may be refused slightly early, never late.
+Activity summaries are clipped to SUMMARY_BYTES after redaction (the runner stores them
+within that bound already).
 """
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from magi_code.limits import HISTORY_SNAPSHOT_BYTES, HISTORY_SNAPSHOT_PARTS, SUMMARY_BYTES
 from magi_code.sessions.errors import SessionError
-from magi_code.sessions.records import PROJECTED_TYPES, Record
+from magi_code.sessions.records import Record
 from magi_code.sessions.redact import redact
 
 INTERRUPTED_TEXT = "This turn was interrupted before it finished; the reply may be incomplete."
@@ -38,14 +43,13 @@ class Entry:
     kind: str
     text: str
     partial: bool
+    stored_id: str | None = None  # the stored message_id of a user or assistant message
 
 
-@dataclass
+@dataclass(frozen=True)
 class Projection:
     entries: list[Entry]
     complete: bool
-    # stored user/assistant message_id -> index in entries (the latest message with that id)
-    stored_ids: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -54,6 +58,7 @@ class _Slot:
     text: str = ""
     partial: bool = False
     run_id: str | None = None
+    stored_id: str | None = None
     chunks: list[str] | None = None  # assistant pieces still waiting for a reconciled copy
 
 
@@ -70,10 +75,18 @@ class Projector:
         self._max_parts = max_parts
         self._slots: list[_Slot] = []
         self._by_key: dict[tuple[str, str, str], _Slot] = {}
-        self._stored_ids: dict[str, int] = {}
         self._open_runs: dict[str, None] = {}  # insertion-ordered set
         self._outcomes: dict[str, str] = {}  # run_id -> outcome, "interrupted" included
+        self._interrupted = False
         self._size = 0  # lower bound of the serialized projection
+        self._handlers: dict[str, Callable[[Record], None]] = {
+            "user": self._on_user,
+            "compaction": self._on_compaction,
+            "assistant_chunk": self._on_assistant_chunk,
+            "assistant": self._on_assistant,
+            "reasoning_summary": self._on_reasoning_summary,
+            "tool": self._on_tool,
+        }
 
     def feed(self, record: Record) -> None:
         kind = record["type"]
@@ -82,9 +95,12 @@ class Projector:
             self._track_run(run_id, kind)
         if kind == "run_finished":
             self._open_runs.pop(record["run_id"], None)
-            self._outcomes[record["run_id"]] = record["outcome"]
-        elif kind in PROJECTED_TYPES:
-            getattr(self, f"_on_{kind}")(record)
+            # a finish recorded after the run was already shown as interrupted changes nothing
+            self._outcomes.setdefault(record["run_id"], record["outcome"])
+        else:
+            handler = self._handlers.get(kind)
+            if handler is not None:
+                handler(record)
 
     def finish(self, *, torn: bool = False) -> Projection:
         for run_id in list(self._open_runs):
@@ -92,8 +108,8 @@ class Projector:
         if torn:
             self._add(_Slot("diagnostic", TORN_TEXT))
         entries = [self._entry(slot) for slot in self._slots]
-        complete = not torn and "interrupted" not in self._outcomes.values()
-        return Projection(entries, complete, self._stored_ids)
+        complete = not torn and not self._interrupted
+        return Projection(entries, complete)
 
     # ---- runs ----------------------------------------------------------------------------
 
@@ -107,13 +123,14 @@ class Projector:
     def _interrupt(self, run_id: str) -> None:
         self._open_runs.pop(run_id, None)
         self._outcomes[run_id] = "interrupted"
+        self._interrupted = True
         self._add(_Slot("diagnostic", INTERRUPTED_TEXT))
 
     # ---- record kinds --------------------------------------------------------------------
 
     def _on_user(self, record: Record) -> None:
-        self._add(_Slot("user", redact(record["text"]), run_id=record["run_id"]))
-        self._stored_ids[record["message_id"]] = len(self._slots) - 1
+        text = redact(record["text"])
+        self._add(_Slot("user", text, run_id=record["run_id"], stored_id=record["message_id"]))
 
     def _on_compaction(self, record: Record) -> None:
         self._add(_Slot("compaction", redact(record["text"])))
@@ -158,12 +175,12 @@ class Projector:
     # ---- slots ---------------------------------------------------------------------------
 
     def _assistant_slot(self, record: Record) -> _Slot:
-        key = ("assistant", record["run_id"], record["message_id"])
+        run_id = record["run_id"]
+        key = ("assistant", run_id, record["message_id"])
         slot = self._by_key.get(key)
         if slot is None:
-            slot = _Slot("assistant", run_id=record["run_id"], chunks=[])
+            slot = _Slot("assistant", run_id=run_id, stored_id=record["message_id"], chunks=[])
             self._by_key[key] = self._add(slot)
-            self._stored_ids[record["message_id"]] = len(self._slots) - 1
         return slot
 
     def _add(self, slot: _Slot) -> _Slot:
@@ -185,9 +202,10 @@ class Projector:
 
     def _entry(self, slot: _Slot) -> Entry:
         if slot.chunks is None:
-            return Entry(slot.kind, slot.text, slot.partial)
+            return Entry(slot.kind, slot.text, slot.partial, slot.stored_id)
         outcome = self._outcomes.get(slot.run_id or "")
-        return Entry(slot.kind, redact("".join(slot.chunks)), outcome != "completed")
+        text = redact("".join(slot.chunks))
+        return Entry(slot.kind, text, outcome != "completed", slot.stored_id)
 
 
 def _clip_utf8(text: str, limit: int) -> str:

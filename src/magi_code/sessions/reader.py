@@ -10,12 +10,13 @@ Never writes.
 """
 
 import hashlib
-import json
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import jiter
 
 from magi_code.limits import STORED_HISTORY_BYTES, STORED_HISTORY_LINES
 from magi_code.sessions.errors import SessionError
@@ -24,6 +25,7 @@ from magi_code.sessions.records import check_record
 
 BLOCK_BYTES = 1 << 20
 TAIL_BYTES = 4096
+DIGEST_HEX = 40  # of SHA-256 (hardware-accelerated where it matters); fits a revision
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class Fingerprint:
 class ReadResult:
     projection: Projection
     digest: str  # hex content digest of every byte read
+    durable_hash: "hashlib._Hash"  # running digest of the bytes up to the last LF
     fingerprint: Fingerprint
     durable_size: int  # bytes up to and including the last LF
     has_header: bool  # some "session" record was read
@@ -47,8 +50,12 @@ class ReadResult:
     selection: object  # the last "selection" value read, or None
 
 
-def empty_digest() -> str:
-    return hashlib.blake2b(digest_size=20).hexdigest()
+def new_hash() -> "hashlib._Hash":
+    return hashlib.sha256()
+
+
+def hex_digest(running: "hashlib._Hash") -> str:
+    return running.hexdigest()[:DIGEST_HEX]
 
 
 def _open_safe(path: Path) -> int:
@@ -102,8 +109,10 @@ class _Session:
 
     def line(self, raw: bytes) -> None:
         try:
-            decoded: Any = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError):
+            # jiter rejects invalid UTF-8, lone surrogate escapes, raw control characters in
+            # strings, trailing data and nesting deeper than its recursion guard.
+            decoded: Any = jiter.from_json(raw, cache_mode="keys")
+        except ValueError:
             raise SessionError("session_invalid") from None
         record = check_record(decoded, self.session_id)
         if record["type"] == "session":
@@ -139,7 +148,7 @@ def read_session(path: Path, session_id: str, canonical_cwd: str) -> ReadResult:
 def _read(fd: int, session: _Session) -> ReadResult:
     if os.fstat(fd).st_size > STORED_HISTORY_BYTES:
         raise SessionError("history_limit")
-    digest = hashlib.blake2b(digest_size=20)
+    durable_hash = hashlib.sha256()  # whole lines only; the pending line is hashed once whole
     pending: list[bytes] = []  # the current unterminated line, in pieces
     total = lines = durable = 0
     tail = b""
@@ -147,12 +156,14 @@ def _read(fd: int, session: _Session) -> ReadResult:
         total += len(block)
         if total > STORED_HISTORY_BYTES:
             raise SessionError("history_limit")
-        digest.update(block)
         tail = (tail + block[-TAIL_BYTES:])[-TAIL_BYTES:]
         pieces = block.split(b"\n")
         if len(pieces) == 1:
             pending.append(block)
             continue
+        for piece in pending:
+            durable_hash.update(piece)
+        durable_hash.update(memoryview(block)[: len(block) - len(pieces[-1])])
         pieces[0] = b"".join([*pending, pieces[0]])
         pending = [pieces.pop()]
         lines += len(pieces)
@@ -162,6 +173,9 @@ def _read(fd: int, session: _Session) -> ReadResult:
             session.line(raw)
         durable = total - len(pending[0])
     torn = total > durable
+    digest = durable_hash.copy()
+    for piece in pending:
+        digest.update(piece)
     if torn and lines + 1 > STORED_HISTORY_LINES:
         raise SessionError("history_limit")
     info = os.fstat(fd)
@@ -170,7 +184,8 @@ def _read(fd: int, session: _Session) -> ReadResult:
     )
     return ReadResult(
         projection=session.projector.finish(torn=torn),
-        digest=digest.hexdigest(),
+        digest=hex_digest(digest),
+        durable_hash=durable_hash,
         fingerprint=fingerprint,
         durable_size=durable,
         has_header=session.has_header,

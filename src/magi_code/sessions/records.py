@@ -41,6 +41,7 @@ become a malformed line in the middle of the file. A malformed *terminated* line
 This module never touches files and never decides what is shown; see projection.py.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 from magi_code.sessions.errors import SessionError
@@ -56,7 +57,7 @@ RECORD_TYPES = PROJECTED_TYPES | PRIVATE_TYPES | {"session", "run_finished"}
 TOOL_STATES = frozenset({"started", "completed", "failed"})
 OUTCOMES = frozenset({"completed", "cancelled", "failed"})
 
-# Required string fields per type; "text" is additionally checked to be valid Unicode text.
+# Required string fields per type (private types need only their type and session).
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "session": (),
     "user": ("message_id", "run_id", "text"),
@@ -65,9 +66,6 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "reasoning_summary": ("item_id", "run_id", "text"),
     "tool": ("activity_id", "run_id", "name", "state"),
     "compaction": ("text",),
-    "internal": (),
-    "assessment": (),
-    "reasoning": (),
     "run_finished": ("run_id", "outcome"),
 }
 
@@ -77,14 +75,9 @@ def _invalid() -> SessionError:
 
 
 def _is_text(value: object) -> bool:
-    """A str that can be written as UTF-8 (JSON may smuggle in lone surrogates)."""
-    if not isinstance(value, str):
-        return False
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    # Lone surrogates cannot reach us as str: the reader's JSON parser rejects their escapes,
+    # and the writer's UTF-8 encoding of a new record fails on them (a ValueError).
+    return isinstance(value, str)
 
 
 def _optional_text(record: Record, key: str) -> None:
@@ -93,33 +86,59 @@ def _optional_text(record: Record, key: str) -> None:
         raise _invalid()
 
 
+def _check_session(record: Record) -> None:
+    _optional_text(record, "cwd")
+
+
+def _check_assistant(record: Record) -> None:
+    _optional_text(record, "text")
+
+
+def _check_chunk(record: Record) -> None:
+    if type(record.get("index")) is not int:
+        raise _invalid()
+
+
+def _check_summary(record: Record) -> None:
+    if not isinstance(record.get("provider_summary", False), bool):
+        raise _invalid()
+
+
+def _check_tool(record: Record) -> None:
+    _optional_text(record, "summary")
+    if record["state"] not in TOOL_STATES:
+        raise _invalid()
+
+
+def _check_finished(record: Record) -> None:
+    _optional_text(record, "error_code")
+    if record["outcome"] not in OUTCOMES:
+        raise _invalid()
+
+
+_EXTRA: dict[str, Callable[[Record], None]] = {
+    "session": _check_session,
+    "assistant": _check_assistant,
+    "assistant_chunk": _check_chunk,
+    "reasoning_summary": _check_summary,
+    "tool": _check_tool,
+    "run_finished": _check_finished,
+}
+
+
 def check_record(record: object, session_id: str) -> Record:
     """Return `record` when it is a valid stored record of `session_id`, else session_invalid."""
     if not isinstance(record, dict) or record.get("session_id") != session_id:
         raise _invalid()
     kind = record.get("type")
-    if not isinstance(kind, str) or kind not in RECORD_TYPES:
+    if kind in PRIVATE_TYPES:
+        return record
+    if not isinstance(kind, str) or kind not in _REQUIRED:
         raise _invalid()
     for key in _REQUIRED[kind]:
-        if not _is_text(record.get(key)):
+        if not isinstance(record.get(key), str):
             raise _invalid()
-    if kind == "session":
-        _optional_text(record, "cwd")
-    elif kind == "assistant":
-        _optional_text(record, "text")
-    elif kind == "assistant_chunk":
-        index = record.get("index")
-        if not isinstance(index, int) or isinstance(index, bool):
-            raise _invalid()
-    elif kind == "reasoning_summary":
-        if not isinstance(record.get("provider_summary", False), bool):
-            raise _invalid()
-    elif kind == "tool":
-        _optional_text(record, "summary")
-        if record["state"] not in TOOL_STATES:
-            raise _invalid()
-    elif kind == "run_finished":
-        _optional_text(record, "error_code")
-        if record["outcome"] not in OUTCOMES:
-            raise _invalid()
+    extra = _EXTRA.get(kind)
+    if extra is not None:
+        extra(record)
     return record

@@ -25,7 +25,8 @@ from magi_code.limits import (
 )
 from magi_code.sessions.chunking import serialized_bytes, split_text
 from magi_code.sessions.errors import SessionError
-from magi_code.sessions.projection import Projection
+from magi_code.sessions.ids import valid_opaque_id
+from magi_code.sessions.projection import Entry, Projection
 
 Part = dict[str, Any]
 
@@ -56,7 +57,7 @@ class Built:
     parts: list[Part]
     sizes: list[int]
     complete: bool
-    stored_ids: dict[str, int]
+    stored_ids: dict[str, str]  # stored user/assistant message_id -> projected message ID
 
 
 def build(
@@ -68,12 +69,17 @@ def build(
     """Chunk every entry and measure each part; history_limit past the snapshot budget."""
     parts: list[Part] = []
     sizes: list[int] = []
+    stored_ids: dict[str, str] = {}
+    used: set[str] = set()
     total = 0
     for index, entry in enumerate(projection.entries):
+        projected = _message_id(index, entry, used)
+        if entry.stored_id is not None:
+            stored_ids[entry.stored_id] = projected
         pieces = split_text(entry.text)
         for number, piece in enumerate(pieces):
             part = {
-                "message_id": message_id(index),
+                "message_id": projected,
                 "kind": entry.kind,
                 "text": piece,
                 "partial": entry.partial,
@@ -86,10 +92,28 @@ def build(
                 raise SessionError("history_limit")
             parts.append(part)
             sizes.append(size)
-    return Built(parts, sizes, projection.complete, dict(projection.stored_ids))
+    return Built(parts, sizes, projection.complete, stored_ids)
 
 
-def message_id(index: int) -> str:
+def projected_message_id(kind: str, stored_id: str) -> str:
+    """The ID a user/assistant message gets from its stored message_id when that is usable.
+
+    "u." or "a." plus the stored ID; `build` falls back to "m<index>" when the result breaks
+    the ID grammar or repeats, so the runner should store unique grammar-safe IDs (uuid hex).
+    """
+    return f"{kind[0]}.{stored_id}"
+
+
+def _message_id(index: int, entry: Entry, used: set[str]) -> str:
+    """Stored-ID based when possible (stable for the runner's acknowledgements), else m<index>.
+
+    The two forms cannot collide: fallbacks start with "m", stored-ID forms with "u." / "a.".
+    """
+    if entry.stored_id is not None:
+        preferred = projected_message_id(entry.kind, entry.stored_id)
+        if valid_opaque_id(preferred) and preferred not in used:
+            used.add(preferred)
+            return preferred
     return f"m{index}"
 
 
@@ -119,8 +143,7 @@ class HistorySnapshot:
 
     def message_id_for(self, stored_message_id: str) -> str | None:
         """The projected ID of a stored user/assistant message_id, if it is in this snapshot."""
-        index = self._stored_ids.get(stored_message_id)
-        return None if index is None else message_id(index)
+        return self._stored_ids.get(stored_message_id)
 
     def invalidate(self) -> None:
         self._stale = True

@@ -29,8 +29,9 @@ from magi_code.sessions.projection import Projection
 from magi_code.sessions.reader import (
     Fingerprint,
     ReadResult,
-    empty_digest,
     fingerprint_of,
+    hex_digest,
+    new_hash,
     read_session,
 )
 from magi_code.sessions.records import check_record
@@ -192,11 +193,25 @@ class Attachment:
         self._lock = threading.Lock()
         self._fd: int | None = None
         self._generation = 0
-        read = state.read
+        self._busy: str | None = None
+        self._adopt(state.read)
+        self._snapshot = self._make_snapshot(state.read, state.built, 0)
+        self._revision = self._snapshot.revision
+
+    def _adopt(self, read: ReadResult | None) -> None:
+        """Continue writing after what `read` found on disk (nothing, for a lazy session)."""
         self._needs_header = read is None or (read.durable_size == 0 and not read.has_header)
         self._good_size = 0 if read is None else read.durable_size
-        self._busy: str | None = None
-        self._snapshot = self._make_snapshot(read, state.built, 0)
+        self._hash = new_hash() if read is None else read.durable_hash.copy()
+
+    @property
+    def revision(self) -> str:
+        """The revision of what is on disk now, without re-reading it.
+
+        Equals the revision a fresh `snapshot()` would report; after an append it is the
+        revision to acknowledge the persisted input with.
+        """
+        return self._revision
 
     # ---- history -------------------------------------------------------------------------
 
@@ -219,6 +234,9 @@ class Attachment:
             with self._lock:
                 self._snapshot.invalidate()
                 self._snapshot = self._make_snapshot(read, built, generation)
+                if generation == self._generation:
+                    self._adopt(read)
+                    self._revision = self._snapshot.revision
                 return self._snapshot
 
     def page(self, session_id: str, revision: str, cursor: str | None) -> Page:
@@ -250,11 +268,11 @@ class Attachment:
     def _make_snapshot(
         self, read: ReadResult | None, built: Built, generation: int
     ) -> HistorySnapshot:
-        digest = empty_digest() if read is None else read.digest
+        digest = hex_digest(new_hash()) if read is None else read.digest
         print_ = None if read is None else read.fingerprint
         return HistorySnapshot(
             self.session_id,
-            f"r{generation}.{digest}",
+            _revision(generation, digest),
             built,
             lambda: self._unchanged(generation, print_),
         )
@@ -272,11 +290,11 @@ class Attachment:
         line = {"session_id": self.session_id, **record}
         try:
             check_record(line, self.session_id)
-        except SessionError:
+            data = (dumps(line) + "\n").encode("utf-8")
+        except (SessionError, TypeError, ValueError):  # ValueError covers lone surrogates
             raise ValueError("record does not follow the session schema") from None
         with self._lock:
             self._check_attached()
-            data = (dumps(line) + "\n").encode("utf-8")
             if self._needs_header:
                 data = (dumps(self._header()) + "\n").encode("utf-8") + data
             self._write(data, fsync=fsync)
@@ -284,6 +302,7 @@ class Attachment:
             self.durable = True
             self._generation += 1
             self._snapshot.invalidate()
+            self._revision = _revision(self._generation, hex_digest(self._hash))
 
     def _header(self) -> dict[str, Any]:
         header: dict[str, Any] = {
@@ -311,6 +330,7 @@ class Attachment:
             if created:
                 _fsync_directory(self._path.parent)
         self._good_size += len(data)
+        self._hash.update(data)
 
     def _open_for_append(self) -> int:
         if self._fd is None:
@@ -349,6 +369,10 @@ class Attachment:
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
+
+
+def _revision(generation: int, digest: str) -> str:
+    return f"r{generation}.{digest}"
 
 
 def _fsync_directory(directory: Path) -> None:
