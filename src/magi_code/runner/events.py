@@ -12,6 +12,7 @@ from typing import Literal
 class InputPersisted:
     message_id: str
     revision: str
+    durable: bool = True
 
 
 @dataclass(frozen=True)

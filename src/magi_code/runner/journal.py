@@ -9,6 +9,7 @@ from typing import Any
 from magi_code.providers.base import Item
 from magi_code.runner.replay import replay
 from magi_code.sessions import Attachment, SessionError
+from magi_code.sessions.snapshot import projected_message_id
 
 BLOCK_BYTES = 1 << 20
 
@@ -24,8 +25,9 @@ class SessionJournal:
             raise OSError(exc.code) from exc
 
     def acknowledge(self, stored_message_id: str) -> tuple[str, str]:
-        snapshot = self.attachment.snapshot()
-        return snapshot.message_id_for(stored_message_id) or stored_message_id, snapshot.revision
+        """The projected id of the input just appended and the revision holding it, without
+        re-reading the file."""
+        return projected_message_id("user", stored_message_id), self.attachment.revision
 
     def revision(self) -> str | None:
         try:

@@ -271,7 +271,7 @@ class Turn:
         if segment is None or segment.reconciled:
             return
         segment.reconciled = True
-        if not segment.text and not partial:
+        if not segment.text:
             return
         if partial:
             self.persist_chunk()
