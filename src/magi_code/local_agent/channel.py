@@ -44,7 +44,9 @@ class EventChannel:
             if len(self._items) >= self._capacity:
                 return False
             self._items.append(item)
-        self._wake()
+            was_empty = len(self._items) == 1
+        if was_empty:  # the loop drains whatever it can each time it runs
+            self._wake()
         return True
 
     def offer_delta(self, item: Item) -> bool:

@@ -332,14 +332,13 @@ class RunEmitter:
         self.channel, self.session_id, self.run_id = channel, session_id, run_id
 
     def item(self, event: RunEvent) -> Item:
-        from dataclasses import asdict
-
         from magi_code.runner.events import EVENT_NAMES
 
+        # Run events are flat dataclasses: their fields are the event's data.
         return EVENT_NAMES[type(event)], {
             "session_id": self.session_id,
             "run_id": self.run_id,
-            **asdict(event),
+            **vars(event),
         }
 
     def delta(self, event: MessageDelta) -> None:

@@ -130,6 +130,7 @@ class Segment:
     message_id: str
     parts: list[str] = field(default_factory=list)
     persisted: int = 0  # how many of `parts` are on disk as chunks
+    unpersisted: int = 0  # characters in the parts after those
     chunk_index: int = 0
     delta_part: int = 0
     reconciled: bool = False
@@ -243,12 +244,13 @@ class Turn:
         if self.content_bytes + size > limits.RUN_CONTENT_BYTES:
             raise RunFailed("content_limit")
         self.content_bytes += size
-        self.segment.parts.append(text)
+        segment = self.segment
+        segment.parts.append(text)
+        segment.unpersisted += len(text)
         for piece in split_utf8(redact(text), limits.LIVE_CHUNK_BYTES):
-            self.emit.delta(MessageDelta(self.segment.message_id, self.segment.delta_part, piece))
-            self.segment.delta_part += 1
-        unpersisted = sum(len(p) for p in self.segment.parts[self.segment.persisted :])
-        if unpersisted >= CHUNK_PERSIST_BYTES:
+            self.emit.delta(MessageDelta(segment.message_id, segment.delta_part, piece))
+            segment.delta_part += 1
+        if segment.unpersisted >= CHUNK_PERSIST_BYTES:
             self.persist_chunk()
 
     def persist_chunk(self) -> None:
@@ -263,7 +265,7 @@ class Turn:
                 text=text,
             )
             segment.chunk_index += 1
-            segment.persisted = len(segment.parts)
+            segment.persisted, segment.unpersisted = len(segment.parts), 0
 
     async def close_segment(self, *, partial: bool) -> None:
         """Persist and reconcile the current segment: whole when complete, chunks when not."""
