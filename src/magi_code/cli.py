@@ -36,10 +36,12 @@ def main(argv: list[str] | None = None) -> int:
         return serve(args[1:])
     if args[:1] in (["login"], ["logout"], ["models"]):
         return provider_command(args[0], args[1:])
-    if args[:1] in ([], ["--prompt"]):
+    if args == [] or (len(args) == 2 and args[0] == "--prompt"):
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
             return refuse("Mission Control and --prompt need a terminal; use serve --stdio")
-        return refuse("Mission Control is not available in this build")
+        from magi_code.mission_control.console import run
+
+        return run(args[1] if args else None)
     return refuse("unknown arguments")
 
 

@@ -78,7 +78,7 @@ def test_socket_refused(home: Path) -> None:
 
 
 def test_mission_control_needs_a_terminal(home: Path) -> None:
-    for argv in ([], ["--prompt", "hello"]):
+    for argv in ([], ["--prompt", "hello"], ["--prompt"]):
         code = launch(
             [sys.executable, "-m", "magi_code.cli", *argv], home, subprocess.PIPE, subprocess.PIPE
         )

@@ -1,0 +1,1 @@
+"""Mission Control: the terminal face (`magi-code`, `magi-code --prompt TEXT`)."""

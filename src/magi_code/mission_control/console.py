@@ -1,0 +1,123 @@
+"""The terminal face: one prompt (`--prompt TEXT`) or a line-by-line session (`magi-code`).
+
+It drives the same runner as the local agent: admitted startup, a session from the store,
+`run_turn` with an emitter that writes to the terminal. Replies stream to stdout; tool
+activity, approvals and diagnostics go to stderr; an approval is answered at the terminal
+(y/N, default deny). EOF or Ctrl-C ends the session; a turn cut short is recorded as such.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import anyio
+
+from magi_code.runner.events import (
+    Activity,
+    Diagnostic,
+    MessageDelta,
+    MessageReconcile,
+    RunEvent,
+    RunFinished,
+)
+from magi_code.runner.journal import SessionJournal
+from magi_code.runner.setup import turn_setup
+from magi_code.runner.startup import Admitted, StartupError, admit
+from magi_code.runner.turn import TurnControl, run_turn
+from magi_code.sessions import Attachment, Selection, SessionStore
+from magi_code.tools.approvals import ApprovalBroker
+
+
+class ConsoleEmitter:
+    def __init__(self) -> None:
+        self.shown: dict[str, str] = {}  # message_id -> text already on screen
+        self.asked, self.questions = anyio.create_memory_object_stream[str](16)
+
+    def delta(self, event: MessageDelta) -> None:
+        self.shown[event.message_id] = self.shown.get(event.message_id, "") + event.text
+        sys.stdout.write(event.text)
+        sys.stdout.flush()
+
+    async def critical(self, event: RunEvent) -> None:
+        if isinstance(event, MessageReconcile):
+            shown = self.shown.get(event.message_id, "")
+            if event.part == 0 and event.text.startswith(shown):
+                sys.stdout.write(event.text[len(shown) :])  # only what deltas missed
+            elif event.part == 0:
+                sys.stdout.write("\n" + event.text)
+            else:
+                sys.stdout.write(event.text)
+            if event.last_part:
+                sys.stdout.write("\n")
+            sys.stdout.flush()
+        elif isinstance(event, Activity):
+            print(f"  [{event.name} {event.state}] {event.summary}", file=sys.stderr)
+        elif isinstance(event, Diagnostic):
+            print(f"  ! {event.summary}", file=sys.stderr)
+        elif isinstance(event, RunFinished) and event.outcome != "completed":
+            print(f"  ({event.outcome}: {event.error_code or 'stopped'})", file=sys.stderr)
+
+    async def announce(self, approval_id: str, summary: str, expires_in_ms: int) -> None:
+        del expires_in_ms
+        print(f"  ? allow: {summary} [y/N] ", end="", file=sys.stderr, flush=True)
+        await self.asked.send(approval_id)
+
+
+class Console:
+    def __init__(self, admitted: Admitted, attachment: Attachment, store: SessionStore) -> None:
+        self.admitted, self.attachment, self.store = admitted, attachment, store
+
+    async def turn(self, prompt: str) -> RunFinished:
+        emitter = ConsoleEmitter()
+        control = TurnControl()
+        broker = ApprovalBroker(emitter.announce)
+        setup = turn_setup(
+            self.admitted,
+            (self.admitted.provider, self.admitted.model, self.admitted.thinking),
+            self.attachment.session_id,
+            os.urandom(16).hex(),
+            broker,
+        )
+        journal = SessionJournal(self.attachment, self.store.path_of(self.attachment.session_id))
+        async with anyio.create_task_group() as group:
+            group.start_soon(self.answer_approvals, broker, emitter)
+            try:
+                finished = await run_turn(setup, journal, emitter, control, prompt)
+            finally:
+                group.cancel_scope.cancel()
+        await emitter.critical(finished)
+        return finished
+
+    async def answer_approvals(self, broker: ApprovalBroker, emitter: ConsoleEmitter) -> None:
+        async for approval_id in emitter.questions:
+            line = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
+            broker.answer(approval_id, line.strip().lower() in ("y", "yes"))
+
+
+async def main_async(prompt: str | None) -> int:
+    try:
+        admitted = admit(Path.cwd(), dict(os.environ))
+    except StartupError as failed:
+        print(f"magi-code: startup failed: {failed.code}", file=sys.stderr)
+        return 1
+    store = SessionStore(admitted.paths.home)
+    selection = Selection(admitted.provider, admitted.model, admitted.thinking)
+    attachment = store.create(admitted.cwd, selection)
+    console = Console(admitted, attachment, store)
+    try:
+        if prompt is not None:
+            finished = await console.turn(prompt)
+            return 0 if finished.outcome == "completed" else 1
+        while True:
+            line = await anyio.to_thread.run_sync(lambda: input("> "), abandon_on_cancel=True)
+            if line.strip():
+                await console.turn(line)
+    except (EOFError, KeyboardInterrupt):
+        print(file=sys.stderr)
+        return 0
+    finally:
+        attachment.close()
+
+
+def run(prompt: str | None) -> int:
+    return anyio.run(main_async, prompt)
