@@ -303,8 +303,8 @@ class LocalRuntime:
     def on_turn_cancel(self, request: Request) -> None:
         exact(request.params, {"session_id": (str,), "run_id": (str,)})
         self._attached(request.params["session_id"])
-        run = self.run
-        if run is None or run.ended or run.run_id != request.params["run_id"]:
+        run = self.run  # active until its run.finished is drained, so a late cancel is no error
+        if run is None or run.run_id != request.params["run_id"]:
             raise RequestRejected("stale_run")
         self._cancel_run(run, None)
         self.server.reply(request.id, {"cancellation_requested": True})
