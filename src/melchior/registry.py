@@ -1,0 +1,213 @@
+"""The registry is a directory: `<base>/melchior/<project>/<id>` sockets and their notes.
+
+    <id>          the session's socket; liveness is a successful connect, never a file test
+    <id>.key      0600 JSON {"sha256", "role", "minter"}: written once by `fork` (O_EXCL, which
+                  is what makes an id unique); holds a digest of the secret, never the secret
+    <id>.parent   the note naming who started it, written by the session when it comes up
+    <id>.report   the session's stored report
+    .lock         flock'd while a socket is bound or a dead one is removed
+
+This module owns paths, permissions and the lock. It never speaks the wire beyond a bare
+connect, and it never removes a socket without first finding, under the lock, that nobody
+answers it.
+"""
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import hmac
+import json
+import os
+import socket
+import stat
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from melchior import names
+from melchior.limits import ID_MAX, PROJECT_DIGEST, SUN_PATH_MAX
+
+SUFFIXES = (".parent", ".key", ".report")
+_EXCLUSIVE = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+Liveness = Literal["live", "dead", "absent"]
+
+
+class RegistryError(Exception):
+    """A registry failure, carrying one of the wire's closed codes."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    sha256: str
+    role: str
+    minter: str | None
+
+
+def _safe_dir(path: Path) -> Path:
+    """Create (0700) or accept a directory only if it is ours, not a link, and closed to others."""
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=0o700)
+    info = path.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise RegistryError("unsafe_dir")
+    return path
+
+
+def base_dir(env: Mapping[str, str]) -> Path:
+    """`$XDG_RUNTIME_DIR/melchior`, or a per-user 0700 directory in the temp dir."""
+    runtime = env.get("XDG_RUNTIME_DIR", "")
+    if runtime and os.path.isabs(runtime):
+        parent = Path(runtime)
+        info = parent.lstat() if parent.exists() else None
+        if info is None or info.st_uid != os.getuid() or info.st_mode & 0o077:
+            raise RegistryError("unsafe_dir")
+        return _safe_dir(parent / "melchior")
+    return _safe_dir(Path(tempfile.gettempdir()) / f"melchior-{os.getuid()}")
+
+
+def project_dir(project: str, env: Mapping[str, str]) -> Path:
+    """The project's directory, created if needed, with room for any id under sun_path."""
+    if not names.valid_project(project):
+        raise RegistryError("usage")
+    base = base_dir(env)
+    budget = SUN_PATH_MAX - len(os.fsencode(base)) - 2 - ID_MAX
+    if budget < PROJECT_DIGEST + 2:
+        raise RegistryError("path_too_long")
+    return _safe_dir(base / names.project_dirname(project, budget))
+
+
+# ---------------------------------------------------------------- keys and notes
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def mint(directory: Path, role: str, minter: str | None, token: str) -> str:
+    """Reserve a fresh id in `directory` by creating its key file exclusively."""
+    body = json.dumps({"sha256": digest(token), "role": role, "minter": minter}).encode()
+    taken = set(os.listdir(directory))
+    for attempt in range(64):
+        session_id = names.candidate(attempt)
+        if session_id in taken:
+            continue
+        try:
+            fd = os.open(
+                directory / f"{session_id}.key", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600
+            )
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "wb") as out:
+            out.write(body)
+        return session_id
+    raise RegistryError("too_busy")
+
+
+def read_key(directory: Path, session_id: str) -> Key | None:
+    try:
+        data = json.loads((directory / f"{session_id}.key").read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    sha, role, minter = data.get("sha256"), data.get("role"), data.get("minter")
+    if not isinstance(sha, str) or role not in names.ROLES:
+        return None
+    return Key(sha, str(role), minter if isinstance(minter, str) else None)
+
+
+def verify(directory: Path, session_id: str, token: str) -> Key | None:
+    """The session's key if `token` is its secret; reading the digest alone proves nothing."""
+    if not names.valid_id(session_id):
+        return None
+    key = read_key(directory, session_id)
+    if key is None or not hmac.compare_digest(key.sha256, digest(token)):
+        return None
+    return key
+
+
+def read_parent(directory: Path, session_id: str) -> str | None:
+    try:
+        text = (directory / f"{session_id}.parent").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if names.valid_id(text) else None
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace `path` whole (0600): a reader sees the old bytes or the new, never a mix."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+# ---------------------------------------------------------------- liveness
+
+
+def probe(path: Path) -> Liveness:
+    """Connect once: "live" if someone listens, "dead" if a file nobody answers, "absent"."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.setblocking(False)
+    try:
+        sock.connect(os.fsencode(path))
+    except BlockingIOError:
+        return "live"  # listening, its backlog full: busy is not dead
+    except FileNotFoundError:
+        return "absent"
+    except OSError as err:
+        if err.errno in (errno.ECONNREFUSED, errno.ENOTSOCK):
+            return "dead"
+        raise
+    finally:
+        sock.close()
+    return "live"
+
+
+@contextlib.contextmanager
+def locked(directory: Path) -> Iterator[None]:
+    fd = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def remove(directory: Path, session_id: str) -> None:
+    """Remove a session's socket and notes (its own exit, or a reaped corpse)."""
+    for name in (session_id, *(session_id + s for s in SUFFIXES)):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(directory / name)
+
+
+def reap(directory: Path, session_id: str) -> bool:
+    """Remove a socket nobody answers: under the lock, dial once more, then unlink."""
+    path = directory / session_id
+    with locked(directory):
+        try:
+            if not stat.S_ISSOCK(path.lstat().st_mode):
+                return False
+        except FileNotFoundError:
+            return False
+        if probe(path) != "dead":
+            return False
+        remove(directory, session_id)
+    return True
+
+
+def session_ids(directory: Path) -> list[str]:
+    """Entries that could be sessions (their liveness is still unknown)."""
+    return sorted(n for n in os.listdir(directory) if "." not in n and names.valid_id(n))
