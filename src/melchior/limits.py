@@ -3,6 +3,8 @@
 This module owns numbers only: it must never import another melchior module or do I/O.
 """
 
+from __future__ import annotations
+
 import sys
 
 # The wire revision this code writes, and the oldest one it still reads.

@@ -4,9 +4,9 @@ Pure functions of strings: no files, no clock. Minting an id that is unique on d
 registry's job; this module only proposes candidates and checks spellings.
 """
 
-import hashlib
+from __future__ import annotations
+
 import re
-import secrets
 
 from melchior.limits import ID_MAX, PROJECT_DIGEST, PROJECT_MAX
 
@@ -55,6 +55,8 @@ def valid_project(text: str) -> bool:
 
 def candidate(attempt: int) -> str:
     """A random word pair; after many collisions a number makes the space unbounded."""
+    import secrets
+
     first, second = secrets.choice(WORDS), secrets.choice(WORDS)
     while second == first:
         second = secrets.choice(WORDS)
@@ -66,6 +68,8 @@ def project_dirname(project: str, budget: int) -> str:
     """The project's directory name, at most `budget` bytes, unique per project name."""
     if len(project) <= budget:
         return project
+    import hashlib
+
     digest = hashlib.sha256(project.encode()).hexdigest()[:PROJECT_DIGEST]
     keep = budget - len(SHORTENED) - PROJECT_DIGEST
     return f"{project[:keep]}{SHORTENED}{digest}"

@@ -13,8 +13,9 @@ Both sides' settings count, and the narrower wins; a project setting may narrow 
 setting, never widen it. Pure: the tree is passed in as a lookup, no files are read here.
 """
 
+from __future__ import annotations
+
 from collections.abc import Callable
-from dataclasses import dataclass
 
 TALK = ("instance", "run", "project")
 DEFAULT_TALK = "instance"
@@ -23,10 +24,11 @@ DEFAULT_TALK = "instance"
 Lookup = Callable[[str], "Node | None"]
 
 
-@dataclass(frozen=True, slots=True)
 class Node:
-    role: str
-    parent: str | None
+    __slots__ = ("parent", "role")
+
+    def __init__(self, role: str, parent: str | None) -> None:
+        self.role, self.parent = role, parent
 
 
 def narrowest(*settings: str | None) -> str:

@@ -12,27 +12,28 @@ connect, and it never removes a socket without first finding, under the lock, th
 answers it.
 """
 
+from __future__ import annotations
+
 import contextlib
 import errno
 import fcntl
-import hashlib
-import hmac
 import json
 import os
 import socket
 import stat
-import tempfile
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Literal
 
 from melchior import names
 from melchior.limits import ID_MAX, PROJECT_DIGEST, SUN_PATH_MAX
 
 SUFFIXES = (".parent", ".key", ".report")
 _EXCLUSIVE = os.O_WRONLY | os.O_CREAT | os.O_EXCL
-Liveness = Literal["live", "dead", "absent"]
+_EXCLUSIVE = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal, TypeAlias
+
+    Liveness: TypeAlias = Literal["live", "dead", "absent"]
 
 
 class RegistryError(Exception):
@@ -43,36 +44,46 @@ class RegistryError(Exception):
         self.code = code
 
 
-@dataclass(frozen=True, slots=True)
 class Key:
-    sha256: str
-    role: str
-    minter: str | None
+    """What a key file says: the secret's digest, the role, and who minted it."""
+
+    __slots__ = ("minter", "role", "sha256")
+
+    def __init__(self, sha256: str, role: str, minter: str | None) -> None:
+        self.sha256, self.role, self.minter = sha256, role, minter
 
 
-def _safe_dir(path: Path) -> Path:
+def join(directory: str, name: str) -> str:
+    return os.path.join(directory, name)
+
+
+def _safe_dir(path: str) -> str:
     """Create (0700) or accept a directory only if it is ours, not a link, and closed to others."""
     with contextlib.suppress(FileExistsError):
-        path.mkdir(mode=0o700)
-    info = path.lstat()
+        os.mkdir(path, 0o700)
+    info = os.lstat(path)
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
         raise RegistryError("unsafe_dir")
     return path
 
 
-def base_dir(env: Mapping[str, str]) -> Path:
+def base_dir(env: Mapping[str, str]) -> str:
     """`$XDG_RUNTIME_DIR/melchior`, or a per-user 0700 directory in the temp dir."""
     runtime = env.get("XDG_RUNTIME_DIR", "")
     if runtime and os.path.isabs(runtime):
-        parent = Path(runtime)
-        info = parent.lstat() if parent.exists() else None
-        if info is None or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        try:
+            info = os.stat(runtime)
+        except OSError:
+            raise RegistryError("unsafe_dir") from None
+        if info.st_uid != os.getuid() or info.st_mode & 0o077:
             raise RegistryError("unsafe_dir")
-        return _safe_dir(parent / "melchior")
-    return _safe_dir(Path(tempfile.gettempdir()) / f"melchior-{os.getuid()}")
+        return _safe_dir(join(runtime, "melchior"))
+    import tempfile  # only without XDG_RUNTIME_DIR
+
+    return _safe_dir(join(tempfile.gettempdir(), f"melchior-{os.getuid()}"))
 
 
-def project_dir(project: str, env: Mapping[str, str]) -> Path:
+def project_dir(project: str, env: Mapping[str, str]) -> str:
     """The project's directory, created if needed, with room for any id under sun_path."""
     if not names.valid_project(project):
         raise RegistryError("usage")
@@ -80,17 +91,19 @@ def project_dir(project: str, env: Mapping[str, str]) -> Path:
     budget = SUN_PATH_MAX - len(os.fsencode(base)) - 2 - ID_MAX
     if budget < PROJECT_DIGEST + 2:
         raise RegistryError("path_too_long")
-    return _safe_dir(base / names.project_dirname(project, budget))
+    return _safe_dir(join(base, names.project_dirname(project, budget)))
 
 
 # ---------------------------------------------------------------- keys and notes
 
 
 def digest(token: str) -> str:
+    import hashlib  # not on the path of a plain tool call
+
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def mint(directory: Path, role: str, minter: str | None, token: str) -> str:
+def mint(directory: str, role: str, minter: str | None, token: str) -> str:
     """Reserve a fresh id in `directory` by creating its key file exclusively."""
     body = json.dumps({"sha256": digest(token), "role": role, "minter": minter}).encode()
     taken = set(os.listdir(directory))
@@ -99,9 +112,7 @@ def mint(directory: Path, role: str, minter: str | None, token: str) -> str:
         if session_id in taken:
             continue
         try:
-            fd = os.open(
-                directory / f"{session_id}.key", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600
-            )
+            fd = os.open(join(directory, f"{session_id}.key"), _EXCLUSIVE, 0o600)
         except FileExistsError:
             continue
         with os.fdopen(fd, "wb") as out:
@@ -110,9 +121,10 @@ def mint(directory: Path, role: str, minter: str | None, token: str) -> str:
     raise RegistryError("too_busy")
 
 
-def read_key(directory: Path, session_id: str) -> Key | None:
+def read_key(directory: str, session_id: str) -> Key | None:
     try:
-        data = json.loads((directory / f"{session_id}.key").read_bytes())
+        with open(join(directory, f"{session_id}.key"), "rb") as f:
+            data = json.loads(f.read())
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict):
@@ -123,27 +135,33 @@ def read_key(directory: Path, session_id: str) -> Key | None:
     return Key(sha, str(role), minter if isinstance(minter, str) else None)
 
 
-def verify(directory: Path, session_id: str, token: str) -> Key | None:
+def verify(directory: str, session_id: str, token: str) -> Key | None:
     """The session's key if `token` is its secret; reading the digest alone proves nothing."""
     if not names.valid_id(session_id):
         return None
     key = read_key(directory, session_id)
+    import hmac
+
     if key is None or not hmac.compare_digest(key.sha256, digest(token)):
         return None
     return key
 
 
-def read_parent(directory: Path, session_id: str) -> str | None:
+def read_parent(directory: str, session_id: str) -> str | None:
     try:
-        text = (directory / f"{session_id}.parent").read_text(encoding="utf-8").strip()
+        with open(join(directory, f"{session_id}.parent"), encoding="utf-8") as f:
+            text = f.read().strip()
     except (OSError, UnicodeDecodeError):
         return None
     return text if names.valid_id(text) else None
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: str, data: bytes) -> None:
     """Replace `path` whole (0600): a reader sees the old bytes or the new, never a mix."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    import tempfile
+
+    head, tail = os.path.split(path)
+    fd, tmp = tempfile.mkstemp(dir=head, prefix=f".{tail}.")
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
@@ -157,7 +175,7 @@ def write_atomic(path: Path, data: bytes) -> None:
 # ---------------------------------------------------------------- liveness
 
 
-def probe(path: Path) -> Liveness:
+def probe(path: str) -> Liveness:
     """Connect once: "live" if someone listens, "dead" if a file nobody answers, "absent"."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.setblocking(False)
@@ -177,8 +195,8 @@ def probe(path: Path) -> Liveness:
 
 
 @contextlib.contextmanager
-def locked(directory: Path) -> Iterator[None]:
-    fd = os.open(directory / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+def locked(directory: str) -> Iterator[None]:
+    fd = os.open(join(directory, ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -186,19 +204,19 @@ def locked(directory: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def remove(directory: Path, session_id: str) -> None:
+def remove(directory: str, session_id: str) -> None:
     """Remove a session's socket and notes (its own exit, or a reaped corpse)."""
     for name in (session_id, *(session_id + s for s in SUFFIXES)):
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(directory / name)
+            os.unlink(join(directory, name))
 
 
-def reap(directory: Path, session_id: str) -> bool:
+def reap(directory: str, session_id: str) -> bool:
     """Remove a socket nobody answers: under the lock, dial once more, then unlink."""
-    path = directory / session_id
+    path = join(directory, session_id)
     with locked(directory):
         try:
-            if not stat.S_ISSOCK(path.lstat().st_mode):
+            if not stat.S_ISSOCK(os.lstat(path).st_mode):
                 return False
         except FileNotFoundError:
             return False
@@ -208,6 +226,6 @@ def reap(directory: Path, session_id: str) -> bool:
     return True
 
 
-def session_ids(directory: Path) -> list[str]:
+def session_ids(directory: str) -> list[str]:
     """Entries that could be sessions (their liveness is still unknown)."""
     return sorted(n for n in os.listdir(directory) if "." not in n and names.valid_id(n))

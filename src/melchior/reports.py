@@ -5,20 +5,23 @@ only encodes, decodes and pages. A stored report is a JSON object {"body", "revi
 "sha256"}; an older plain-text report file is still read, as revision 0.
 """
 
-import hashlib
+from __future__ import annotations
+
 import json
-from dataclasses import dataclass
 
 from melchior.limits import REPORT_PAGE
 
 
-@dataclass(frozen=True, slots=True)
 class Report:
-    body: bytes  # UTF-8 text
-    revision: int
+    __slots__ = ("body", "revision")
+
+    def __init__(self, body: bytes, revision: int) -> None:
+        self.body, self.revision = body, revision  # body: UTF-8 text
 
     @property
     def sha256(self) -> str:
+        import hashlib
+
         return hashlib.sha256(self.body).hexdigest()
 
     def summary(self) -> dict[str, object]:

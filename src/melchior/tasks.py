@@ -2,6 +2,8 @@
 harness over the pipe. Only the asker (or the session itself) reads it; nothing infers
 completion from anything but an answer. Bounded: when full, answered tasks go first."""
 
+from __future__ import annotations
+
 import secrets
 import threading
 from dataclasses import dataclass

@@ -18,10 +18,10 @@ Transports: argv (one JSON object on stdout), pipe (NDJSON, split on b"\\n" only
 are skipped, so the connection stays in step; an oversize pipe line is refused up to its newline.
 """
 
+from __future__ import annotations
+
 import json
 import struct
-from dataclasses import dataclass
-from typing import Any
 
 from melchior.limits import (
     FAMILY,
@@ -30,10 +30,9 @@ from melchior.limits import (
     MAX_CALL,
     MAX_FRAME,
     MAX_LINE,
+    MAX_TEXT,
     MIN_FAMILY,
 )
-
-Message = dict[str, Any]
 
 TAG = "event"
 SHAPES = ("call", TAG, "ok")
@@ -71,14 +70,30 @@ CODES = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
 class Refusal:
     """What a decoder yields in place of a message it cannot accept."""
 
-    code: str
+    __slots__ = ("code",)
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Refusal) and other.code == self.code
+
+    def __hash__(self) -> int:
+        return hash(self.code)
+
+    def __repr__(self) -> str:
+        return f"Refusal({self.code!r})"
 
 
-Item = Message | Refusal
+TYPE_CHECKING = False  # typing costs a fast-starting `melchior tool` ~20 ms: types only
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
+
+    Message: TypeAlias = dict[str, Any]
+    Item: TypeAlias = Message | Refusal
 
 
 def reply(result: list[Any]) -> Message:
@@ -96,6 +111,16 @@ def call(name: str, args: list[Any] | None = None) -> Message:
 
 def event(name: str, **fields: Any) -> Message:
     return {TAG: name, **fields}
+
+
+def text_ok(value: object, limit: int = MAX_TEXT) -> bool:
+    """A string that encodes to UTF-8 (no lone surrogates) within `limit` bytes."""
+    if not isinstance(value, str):
+        return False
+    try:
+        return len(value.encode("utf-8")) <= limit
+    except UnicodeEncodeError:
+        return False
 
 
 # ---------------------------------------------------------------- encoding
