@@ -40,7 +40,7 @@ CALL_TIMEOUT = 10.0
 IDLE_TIMEOUT = 60.0
 
 # Names. An id is a word pair, perhaps with a number; a project name is a short label.
-ID_MAX = 32
+ID_MAX = 24
 PROJECT_MAX = 128
 # Hex digits of sha256 kept when a project name is shortened to fit sun_path.
 PROJECT_DIGEST = 16

@@ -205,7 +205,12 @@ def run(argv: list[str], env: Mapping[str, str], stdin: BinaryIO) -> tuple[wire.
 
 
 def main(argv: list[str], env: Mapping[str, str]) -> int:
-    answer, code = run(argv, env, sys.stdin.buffer)
+    if argv == ["--describe"]:
+        from melchior import vocabulary
+
+        answer, code = wire.reply([vocabulary.TOOL]), 0
+    else:
+        answer, code = run(argv, env, sys.stdin.buffer)
     sys.stdout.buffer.write(wire.encode_argv(answer))
     sys.stdout.buffer.flush()
     return code

@@ -1,6 +1,8 @@
 """gate-wire: the tag key is `event`, everywhere. Any other tag key in a wire definition or a
 fixture fails here, in Python sources, Lua sources and the shared vectors alike."""
 
+from __future__ import annotations
+
 import ast
 import json
 import re

@@ -1,5 +1,7 @@
 """The wire codecs against the shared golden vectors, and over every split of their input."""
 
+from __future__ import annotations
+
 import itertools
 import json
 from pathlib import Path
