@@ -13,23 +13,27 @@ from melchior.limits import REPORT_PAGE
 
 
 class Report:
-    __slots__ = ("body", "revision")
+    __slots__ = ("_sha256", "body", "edges", "revision")
 
     def __init__(self, body: bytes, revision: int) -> None:
         self.body, self.revision = body, revision  # body: UTF-8 text
+        self.edges = boundaries(body)
+        self._sha256: str | None = None
 
     @property
     def sha256(self) -> str:
-        import hashlib
+        if self._sha256 is None:
+            import hashlib
 
-        return hashlib.sha256(self.body).hexdigest()
+            self._sha256 = hashlib.sha256(self.body).hexdigest()
+        return self._sha256
 
     def summary(self) -> dict[str, object]:
         return {
             "revision": self.revision,
             "sha256": self.sha256,
             "bytes": len(self.body),
-            "pages": len(boundaries(self.body)) - 1,
+            "pages": len(self.edges) - 1,
         }
 
 
@@ -51,7 +55,7 @@ def boundaries(body: bytes) -> list[int]:
 
 
 def page(report: Report, index: int) -> str | None:
-    edges = boundaries(report.body)
+    edges = report.edges
     if not 0 <= index < len(edges) - 1:
         return None
     return report.body[edges[index] : edges[index + 1]].decode("utf-8")

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from melchior import registry, tool, wire
+from melchior import identity, registry, tool, wire
 from melchior.identity import ENV_PROJECT_TALK, ENV_TALK, Identity, from_env
 
 MELCHIOR = [sys.executable, "-m", "melchior.cli"]
@@ -53,7 +53,7 @@ class Session:
         threading.Thread(target=self._read, daemon=True).start()
         first = self.next_event()
         assert first["event"] == "listening", first
-        self.at = first["at"]
+        self.at, self.label = first["at"], first["who"]
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -103,11 +103,9 @@ class Melchior:
     def fork(
         self, parent: Session | None = None, role: str = "main", project: str = "demo"
     ) -> dict[str, Any]:
+        """`melchior fork`, in-process (its exec is tested on its own)."""
         env = parent.env if parent else self.env
-        args = ["fork", f"--role={role}"] + ([] if parent else [f"--project={project}"])
-        spec, code = exec_json(args, env)
-        assert code == 0, spec
-        return spec  # type: ignore[no-any-return]
+        return identity.fork(env, role, None if parent else project)
 
     def start(
         self,

@@ -26,7 +26,8 @@ def files_of(directory: str, sid: str) -> list[str]:
 
 def test_fork_prints_the_spec_and_stores_only_a_digest(mel: Melchior) -> None:
     root = mel.start()
-    spec = mel.fork(root, role="sub")
+    spec, code = exec_json(["fork", "--role=sub"], root.env)
+    assert code == 0
     assert spec["project"] == "demo" and spec["parent"] == root.id and spec["role"] == "sub"
     assert spec["environment"] == {
         ENV_PROJECT: "demo",

@@ -112,7 +112,7 @@ def split(data: bytes, cuts: list[int]) -> list[bytes]:
     return [data[a:b] for a, b in itertools.pairwise(edges)]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(messages, st.lists(st.integers(min_value=0), max_size=12))
 def test_socket_and_pipe_decode_the_same_messages_for_every_split(
     msgs: list[wire.Message], cuts: list[int]
