@@ -121,11 +121,26 @@ def mint(directory: str, role: str, minter: str | None, token: str) -> str:
     raise RegistryError("too_busy")
 
 
-def read_key(directory: str, session_id: str) -> Key | None:
+def _read_small(path: str) -> bytes | None:
+    """A note's bytes (notes are tiny), or None if it is not there. Plain fds: this runs once
+    per session when a project is listed."""
     try:
-        with open(join(directory, f"{session_id}.key"), "rb") as f:
-            data = json.loads(f.read())
-    except (OSError, ValueError):
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 1 << 16)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_key(directory: str, session_id: str) -> Key | None:
+    raw = _read_small(join(directory, f"{session_id}.key"))
+    try:
+        data = json.loads(raw) if raw is not None else None
+    except ValueError:
         return None
     if not isinstance(data, dict):
         return None
@@ -148,10 +163,10 @@ def verify(directory: str, session_id: str, token: str) -> Key | None:
 
 
 def read_parent(directory: str, session_id: str) -> str | None:
+    raw = _read_small(join(directory, f"{session_id}.parent"))
     try:
-        with open(join(directory, f"{session_id}.parent"), encoding="utf-8") as f:
-            text = f.read().strip()
-    except (OSError, UnicodeDecodeError):
+        text = raw.decode("ascii").strip() if raw is not None else ""
+    except UnicodeDecodeError:
         return None
     return text if names.valid_id(text) else None
 
@@ -226,6 +241,7 @@ def reap(directory: str, session_id: str) -> bool:
     return True
 
 
-def session_ids(directory: str) -> list[str]:
+def session_ids(directory: str, entries: list[str] | None = None) -> list[str]:
     """Entries that could be sessions (their liveness is still unknown)."""
-    return sorted(n for n in os.listdir(directory) if "." not in n and names.valid_id(n))
+    listed = os.listdir(directory) if entries is None else entries
+    return sorted(n for n in listed if "." not in n and names.valid_id(n))

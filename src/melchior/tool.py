@@ -7,10 +7,11 @@ exist, and then again by the callee. This path must start fast: no asyncio, no t
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping
 
-from melchior import names, policy, registry, reports, wire
+from melchior import names, policy, registry, wire
 from melchior.client import CallError, Connection, open_as
 from melchior.identity import Identity, from_env
 from melchior.limits import MAX_REPORT, REPORT_CHUNK
@@ -48,11 +49,15 @@ class Tool:
     def __init__(self, me: Identity, directory: str) -> None:
         self.me, self.directory = me, directory
         self._nodes: dict[str, policy.Node | None] = {}
+        self._entries: set[str] | None = None  # when known, spares opening absent notes
 
     def lookup(self, session_id: str) -> policy.Node | None:
         if session_id not in self._nodes:
             key = registry.read_key(self.directory, session_id)
-            parent = registry.read_parent(self.directory, session_id) if key else None
+            parent = None
+            note = f"{session_id}.parent"
+            if key and (self._entries is None or note in self._entries):
+                parent = registry.read_parent(self.directory, session_id)
             self._nodes[session_id] = policy.Node(key.role, parent or key.minter) if key else None
         return self._nodes[session_id]
 
@@ -72,7 +77,9 @@ class Tool:
 
     def list(self, opts: dict[str, str]) -> wire.Message:
         seen = []
-        for sid in registry.session_ids(self.directory):
+        entries = os.listdir(self.directory)
+        self._entries = set(entries)
+        for sid in registry.session_ids(self.directory, entries):
             if not policy.reachable(self.lookup, self.me.id, sid, self.me.talk):
                 continue
             alive = registry.probe(registry.join(self.directory, sid))
@@ -133,6 +140,8 @@ class Tool:
         data = body.encode("utf-8")
         if len(data) > MAX_REPORT:
             return wire.refusal("report_too_large")
+        from melchior import reports  # only the report verb needs it
+
         edges = reports.cut(data, REPORT_CHUNK)
         with self.reach(self.me.id) as conn:
             for i in range(len(edges) - 1):
@@ -144,6 +153,8 @@ class Tool:
 
     def whole(self, target: str) -> wire.Message:
         """Every page of one revision; if it moves mid-read, start over once."""
+        from melchior import reports
+
         with self.reach(target) as conn:
             for _attempt in range(2):
                 first = conn.call("report", [0])

@@ -126,9 +126,12 @@ def text_ok(value: object, limit: int = MAX_TEXT) -> bool:
 # ---------------------------------------------------------------- encoding
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def encode_json(message: Message) -> bytes:
     """The canonical encoding: compact, keys sorted, UTF-8. Every codec writes exactly this."""
-    return json.dumps(message, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return _ENCODER.encode(message).encode()
 
 
 def encode_socket(message: Message) -> bytes:
@@ -152,11 +155,9 @@ class _Duplicate(ValueError):
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _Duplicate
-        out[key] = value
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _Duplicate  # two spellings of one key: readers would disagree on which wins
     return out
 
 
@@ -164,12 +165,13 @@ def _no_constant(_name: str) -> Any:
     raise ValueError
 
 
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+
+
 def parse(body: bytes, reader_family: int = FAMILY) -> Item:
     """One JSON document (a frame, a line, an argv stdout) to a checked message or refusal."""
     try:
-        value = json.loads(
-            body.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_no_constant
-        )
+        value = _DECODER.decode(body.decode("utf-8"))
     except (ValueError, RecursionError):
         return Refusal("bad_json")
     return check(value, reader_family)
