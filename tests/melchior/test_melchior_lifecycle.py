@@ -3,6 +3,7 @@ however it goes (its pipe closes, its minter ends it, it is SIGKILLed)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -13,7 +14,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from mel_harness import Melchior, exec_json
+from mel_harness import MELCHIOR, Melchior, exec_json
 
 from melchior import registry
 from melchior.identity import ENV_ID, ENV_PARENT, ENV_PROJECT, ENV_TOKEN
@@ -218,3 +219,31 @@ def test_cli_surface(mel: Melchior) -> None:
     assert (answer["code"], code) == ("usage", 2)
     lua = subprocess.run([sys.executable, "-m", "melchior.cli", "lua-api"], capture_output=True)
     assert lua.returncode == 2 and lua.stdout == b"" and b"not yet" in lua.stderr
+
+
+def test_sigterm_cleans_up_like_a_closed_pipe(mel: Melchior) -> None:
+    root = mel.start()
+    child = mel.start(root)
+    child.proc.send_signal(signal.SIGTERM)
+    assert child.proc.wait(timeout=10) == 0
+    assert files_of(mel.directory(), child.id) == []
+
+
+def test_serve_without_identity_mints_a_root_and_hands_over_its_environment(
+    mel: Melchior,
+) -> None:
+    proc = subprocess.Popen(
+        [*MELCHIOR, "serve", "--project=solo"],
+        env=mel.env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    listening = json.loads(proc.stdout.readline())
+    environment = listening["environment"]
+    assert listening["event"] == "listening" and environment[ENV_PROJECT] == "solo"
+    answer, code = exec_json(["tool", "--verb=status"], {**mel.env, **environment})
+    assert code == 0 and answer["result"][0]["id"] == listening["id"]
+    proc.stdin.close()
+    assert proc.wait(timeout=10) == 0
+    assert not os.path.exists(listening["at"])
