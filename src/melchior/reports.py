@@ -39,7 +39,8 @@ class Report:
 
 def cut(body: bytes, size: int) -> list[int]:
     """Offsets that cut UTF-8 `body` into pieces of at most `size` bytes, never inside a
-    character. Always starts with 0 and ends with len(body); an empty body is one page."""
+    character (so `size` must be at least 4). Always starts with 0 and ends with len(body); an
+    empty body is one page."""
     edges = [0]
     while len(body) - edges[-1] > size:
         edge = edges[-1] + size

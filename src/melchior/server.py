@@ -217,6 +217,7 @@ class Server:
         return policy.Node(key.role, registry.read_parent(self.directory, session_id) or key.minter)
 
     def hello(self, peer: Peer, args: list[Any]) -> wire.Message:
+        peer.id, peer.label = None, ""  # a failed hello leaves nobody proven
         if len(args) != 1 or not isinstance(args[0], dict):
             return wire.refusal("bad_args")
         caller, token = args[0].get("id"), args[0].get("token")
