@@ -12,7 +12,6 @@ Exit codes: 0 ok, 1 refused (the refusal is on stdout), 2 bad command line.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -30,7 +29,9 @@ def _options(argv: list[str], allowed: tuple[str, ...]) -> dict[str, str] | None
 
 
 def _print(value: object) -> None:
-    sys.stdout.write(json.dumps(value, sort_keys=True, separators=(",", ":")) + "\n")
+    from melchior import jsonc
+
+    sys.stdout.write(jsonc.dumps(value) + "\n")
     sys.stdout.flush()
 
 

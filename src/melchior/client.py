@@ -5,8 +5,8 @@ so that one `melchior tool` exec starts and finishes fast.
 
 from __future__ import annotations
 
+import _socket  # not `socket`: see registry.probe
 import os
-import socket
 
 from melchior import registry, wire
 from melchior.identity import Identity
@@ -26,7 +26,7 @@ class CallError(Exception):
 
 
 class Connection:
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: _socket.socket) -> None:
         self._sock = sock
         self._decoder = wire.SocketDecoder()
         self._ready: list[wire.Item] = []
@@ -61,7 +61,7 @@ class Connection:
 
 def connect(directory: str, target: str, timeout: float = CALL_TIMEOUT) -> Connection:
     """Dial a session. A socket nobody answers is removed here, on this first call."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
         sock.connect(os.fsencode(registry.join(directory, target)))

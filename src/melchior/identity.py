@@ -8,7 +8,6 @@ the registry keeps only its sha256. A process without the secret cannot act as t
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 
 from melchior import names, registry
 from melchior.limits import TOKEN_BYTES
@@ -16,6 +15,7 @@ from melchior.policy import effective_talk
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 ENV_PROJECT = "MAGI_MELCHIOR_PROJECT"

@@ -15,13 +15,16 @@ setting, never widen it. Pure: the tree is passed in as a lookup, no files are r
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 TALK = ("instance", "run", "project")
 DEFAULT_TALK = "instance"
 
-# A lookup from an id to its (role, parent), or None for an unknown id.
-Lookup = Callable[[str], "Node | None"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeAlias
+
+    # A lookup from an id to its (role, parent), or None for an unknown id.
+    Lookup: TypeAlias = Callable[[str], "Node | None"]
 
 
 class Node:

@@ -14,16 +14,13 @@ answers it.
 
 from __future__ import annotations
 
-import contextlib
+import _socket  # not `socket`: its enums cost a fast-starting tool more than it gives
 import errno
 import fcntl
-import json
 import os
-import socket
 import stat
-from collections.abc import Iterator, Mapping
 
-from melchior import names
+from melchior import jsonc, names
 from melchior.limits import ID_MAX, PROJECT_DIGEST, SUN_PATH_MAX
 
 SUFFIXES = (".parent", ".key", ".report")
@@ -31,6 +28,8 @@ _EXCLUSIVE = os.O_WRONLY | os.O_CREAT | os.O_EXCL
 _EXCLUSIVE = os.O_WRONLY | os.O_CREAT | os.O_EXCL
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from types import TracebackType
     from typing import Literal, TypeAlias
 
     Liveness: TypeAlias = Literal["live", "dead", "absent"]
@@ -59,8 +58,10 @@ def join(directory: str, name: str) -> str:
 
 def _safe_dir(path: str) -> str:
     """Create (0700) or accept a directory only if it is ours, not a link, and closed to others."""
-    with contextlib.suppress(FileExistsError):
+    try:  # noqa: SIM105 - contextlib stays off the fast tool path
         os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
     info = os.lstat(path)
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
         raise RegistryError("unsafe_dir")
@@ -105,7 +106,7 @@ def digest(token: str) -> str:
 
 def mint(directory: str, role: str, minter: str | None, token: str) -> str:
     """Reserve a fresh id in `directory` by creating its key file exclusively."""
-    body = json.dumps({"sha256": digest(token), "role": role, "minter": minter}).encode()
+    body = jsonc.dumps({"sha256": digest(token), "role": role, "minter": minter}).encode()
     taken = set(os.listdir(directory))
     for attempt in range(64):
         session_id = names.candidate(attempt)
@@ -139,8 +140,8 @@ def _read_small(path: str) -> bytes | None:
 def read_key(directory: str, session_id: str) -> Key | None:
     raw = _read_small(join(directory, f"{session_id}.key"))
     try:
-        data = json.loads(raw) if raw is not None else None
-    except ValueError:
+        data = jsonc.loads(raw.decode("utf-8")) if raw is not None else None
+    except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict):
         return None
@@ -182,8 +183,10 @@ def write_atomic(path: str, data: bytes) -> None:
             out.write(data)
         os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(OSError):
+        try:  # noqa: SIM105
             os.unlink(tmp)
+        except OSError:
+            pass
         raise
 
 
@@ -192,7 +195,7 @@ def write_atomic(path: str, data: bytes) -> None:
 
 def probe(path: str) -> Liveness:
     """Connect once: "live" if someone listens, "dead" if a file nobody answers, "absent"."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.setblocking(False)
     try:
         sock.connect(os.fsencode(path))
@@ -209,21 +212,34 @@ def probe(path: str) -> Liveness:
     return "live"
 
 
-@contextlib.contextmanager
-def locked(directory: str) -> Iterator[None]:
-    fd = os.open(join(directory, ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+class locked:
+    """The project directory's flock, held for a bind or a reap."""
+
+    def __init__(self, directory: str) -> None:
+        self._path = join(directory, ".lock")
+        self._fd = -1
+
+    def __enter__(self) -> None:
+        self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    def __exit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        os.close(self._fd)  # closing the descriptor releases the lock
 
 
 def remove(directory: str, session_id: str) -> None:
     """Remove a session's socket and notes (its own exit, or a reaped corpse)."""
     for name in (session_id, *(session_id + s for s in SUFFIXES)):
-        with contextlib.suppress(FileNotFoundError):
+        try:  # noqa: SIM105
             os.unlink(join(directory, name))
+        except FileNotFoundError:
+            pass
 
 
 def reap(directory: str, session_id: str) -> bool:

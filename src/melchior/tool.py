@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
 
 from melchior import names, policy, registry, wire
 from melchior.client import CallError, Connection, open_as
@@ -18,6 +17,7 @@ from melchior.limits import MAX_REPORT, REPORT_CHUNK
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any, BinaryIO
 
 OPTIONS = ("verb", "who", "message", "about", "sort", "page")

@@ -20,9 +20,9 @@ are skipped, so the connection stays in step; an oversize pipe line is refused u
 
 from __future__ import annotations
 
-import json
 import struct
 
+from melchior import jsonc
 from melchior.limits import (
     FAMILY,
     FRAME_HEADER,
@@ -126,12 +126,9 @@ def text_ok(value: object, limit: int = MAX_TEXT) -> bool:
 # ---------------------------------------------------------------- encoding
 
 
-_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
 def encode_json(message: Message) -> bytes:
     """The canonical encoding: compact, keys sorted, UTF-8. Every codec writes exactly this."""
-    return _ENCODER.encode(message).encode()
+    return jsonc.dumps(message).encode()
 
 
 def encode_socket(message: Message) -> bytes:
@@ -150,28 +147,10 @@ def encode_argv(message: Message) -> bytes:
 # ---------------------------------------------------------------- decoding
 
 
-class _Duplicate(ValueError):
-    pass
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        raise _Duplicate  # two spellings of one key: readers would disagree on which wins
-    return out
-
-
-def _no_constant(_name: str) -> Any:
-    raise ValueError
-
-
-_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-
-
 def parse(body: bytes, reader_family: int = FAMILY) -> Item:
     """One JSON document (a frame, a line, an argv stdout) to a checked message or refusal."""
     try:
-        value = _DECODER.decode(body.decode("utf-8"))
+        value = jsonc.loads(body.decode("utf-8"))
     except (ValueError, RecursionError):
         return Refusal("bad_json")
     return check(value, reader_family)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from melchior import wire
+from melchior import jsonc, wire
 from melchior.limits import FAMILY, FRAME_HEADER, MAX_FRAME, MAX_LINE
 
 VECTORS = json.loads((Path(__file__).parent / "wire_vectors.json").read_text(encoding="utf-8"))
@@ -124,3 +124,51 @@ def test_socket_and_pipe_decode_the_same_messages_for_every_split(
     from_pipe = [it for c in split(pipe_bytes, cuts) for it in pipe.feed(c)] + pipe.close()
     assert from_sock == from_pipe == msgs
     assert not sock.pending
+
+
+# ------------------------------------------------------------- jsonc against the json package
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(), c, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(json_values, st.sampled_from(["", " ", "\n", "\t\r\n "]))
+def test_jsonc_agrees_with_the_json_package(value: Any, pad: str) -> None:
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert jsonc.dumps(value) == canonical
+    assert jsonc.loads(pad + canonical + pad) == json.loads(canonical)
+    loose = json.dumps(value, indent=2)
+    assert jsonc.loads(loose) == json.loads(loose)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a":1,"a":2}',
+        "[NaN]",
+        "Infinity",
+        "\ufeff{}",
+        "{} {}",
+        "",
+        "  ",
+        "[1,]",
+        "{'a':1}",
+        "\x0c1",
+    ],
+)
+def test_jsonc_refuses_what_the_wire_refuses(text: str) -> None:
+    with pytest.raises(ValueError):
+        jsonc.loads(text)
+
+
+def test_jsonc_refuses_to_encode_nan() -> None:
+    with pytest.raises(ValueError):
+        jsonc.dumps({"x": float("nan")})
