@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -247,3 +248,38 @@ def test_serve_without_identity_mints_a_root_and_hands_over_its_environment(
     proc.stdin.close()
     assert proc.wait(timeout=10) == 0
     assert not os.path.exists(listening["at"])
+
+
+def test_a_busy_socket_is_live_and_never_reaped(mel: Melchior) -> None:
+    directory = mel.directory()
+    sid = registry.mint(directory, "main", None, "t")
+    path = os.path.join(directory, sid)
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(path)
+    listener.listen(0)
+    waiting = []
+    try:
+        while True:  # fill the backlog without accepting
+            client = socket.socket(socket.AF_UNIX)
+            client.setblocking(False)
+            try:
+                client.connect(path)
+            except BlockingIOError:
+                client.close()
+                break
+            waiting.append(client)
+            assert len(waiting) < 64
+        assert registry.probe(path) == "live"
+        assert registry.reap(directory, sid) is False and os.path.exists(path)
+    finally:
+        for client in waiting:
+            client.close()
+        listener.close()
+
+
+def test_fork_stays_in_its_own_project(mel: Melchior) -> None:
+    root = mel.start()
+    answer, code = exec_json(["fork", "--project=elsewhere"], root.env)
+    assert (answer["code"], code) == ("forbidden", 1)
+    answer, code = exec_json(["fork", "--role=boss"], root.env)
+    assert (answer["code"], code) == ("usage", 2)
