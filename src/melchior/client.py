@@ -45,7 +45,9 @@ class Connection:
         except OSError:
             raise CallError("broken") from None
         item = self._ready.pop(0)
-        if isinstance(item, wire.Refusal) or "ok" not in item:
+        if isinstance(item, wire.Refusal):
+            raise CallError(item.code)  # e.g. a reply in a family newer than ours
+        if "ok" not in item:
             raise CallError("broken")
         return item
 

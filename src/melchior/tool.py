@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from typing import Any, BinaryIO
 
 OPTIONS = ("verb", "who", "message", "about", "sort", "page")
+VERBS = ("list", "status", "tell", "ask", "task", "report", "end")  # vocabulary.TOOL's verbs
 
 
 class Usage(Exception):
@@ -199,7 +200,7 @@ def run(argv: list[str], env: Mapping[str, str], stdin: BinaryIO) -> tuple[wire.
     try:
         opts = parse(argv)
         verb = opts.get("verb", "")
-        if verb not in ("list", "status", "tell", "ask", "task", "report", "end"):
+        if verb not in VERBS:
             raise Usage
         me = from_env(env)
         if me is None:

@@ -93,3 +93,12 @@ def test_instances_runs_and_cycles() -> None:
     assert not policy.reachable(look, "m", "ss", "instance")
     assert policy.reachable(look, "m", "ss", "run")
     assert not policy.reachable(look, "m", "ghost", "project")
+
+
+def test_published_vocabulary_matches_what_is_answered() -> None:
+    from melchior import server, tool, vocabulary
+
+    session = server.Server("/nonexistent", "demo", "alpha-rho", "main", "t", "instance")
+    assert set(vocabulary.SOCKET["calls"]) == {"hello", *session.verbs}
+    assert set(vocabulary.TOOL["verbs"]) == set(tool.VERBS)
+    assert set(vocabulary.TOOL["verbs"]["tell"]["options"]["sort"]["enum"]) < set(server.SORTS)
