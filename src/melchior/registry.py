@@ -20,7 +20,7 @@ import fcntl
 import os
 import stat
 
-from melchior import jsonc, names
+from melchior import jsonc, names, policy
 from melchior.limits import ID_MAX, PROJECT_DIGEST, SUN_PATH_MAX
 
 SUFFIXES = (".parent", ".key", ".report")
@@ -170,6 +170,18 @@ def read_parent(directory: str, session_id: str) -> str | None:
     except UnicodeDecodeError:
         return None
     return text if names.valid_id(text) else None
+
+
+def node(directory: str, session_id: str, entries: set[str] | None = None) -> policy.Node | None:
+    """A session as the walls see it: its role, and its parent (the note, else its minter).
+    `entries`, when the caller has listed the directory, spares opening notes not there."""
+    key = read_key(directory, session_id)
+    if key is None:
+        return None
+    parent = None
+    if entries is None or f"{session_id}.parent" in entries:
+        parent = read_parent(directory, session_id)
+    return policy.Node(key.role, parent or key.minter)
 
 
 def write_atomic(path: str, data: bytes) -> None:

@@ -211,10 +211,7 @@ class Server:
     # ------------------------------------------------------------ the walls
 
     def lookup(self, session_id: str) -> policy.Node | None:
-        key = registry.read_key(self.directory, session_id)
-        if key is None:
-            return None
-        return policy.Node(key.role, registry.read_parent(self.directory, session_id) or key.minter)
+        return registry.node(self.directory, session_id)
 
     def hello(self, peer: Peer, args: list[Any]) -> wire.Message:
         peer.id, peer.label = None, ""  # a failed hello leaves nobody proven

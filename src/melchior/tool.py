@@ -54,12 +54,7 @@ class Tool:
 
     def lookup(self, session_id: str) -> policy.Node | None:
         if session_id not in self._nodes:
-            key = registry.read_key(self.directory, session_id)
-            parent = None
-            note = f"{session_id}.parent"
-            if key and (self._entries is None or note in self._entries):
-                parent = registry.read_parent(self.directory, session_id)
-            self._nodes[session_id] = policy.Node(key.role, parent or key.minter) if key else None
+            self._nodes[session_id] = registry.node(self.directory, session_id, self._entries)
         return self._nodes[session_id]
 
     def reach(self, target: str) -> Connection:
