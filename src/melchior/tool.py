@@ -13,7 +13,7 @@ import sys
 from melchior import names, policy, registry, wire
 from melchior.client import CallError, Connection, open_as
 from melchior.identity import Identity, from_env
-from melchior.limits import MAX_REPORT, REPORT_CHUNK
+from melchior.limits import MAX_REPORT, MAX_TEXT, REPORT_CHUNK
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ class Tool:
         if "message" in opts or about == "-":
             if "who" in opts or ("message" in opts and about == "-"):
                 raise Usage
-            return self.store(_text(opts) if about != "-" else _read_body(stdin))
+            return self.store(_text(opts, MAX_REPORT) if about != "-" else _read_body(stdin))
         target = opts.get("who", self.me.id)
         if about == "json":
             return self.whole(target)
@@ -160,8 +160,10 @@ class Tool:
                 parts = [head["text"]]
                 for index in range(1, head["pages"]):
                     answer = conn.call("report", [index, head["revision"]])
+                    if not answer["ok"] and answer["code"] != "changed":
+                        return answer
                     if not answer["ok"]:
-                        break
+                        break  # a new revision landed mid-read: start over
                     parts.append(answer["result"][0]["text"])
                 else:
                     body = "".join(parts)
@@ -174,9 +176,9 @@ class Tool:
         return wire.refusal("changed")
 
 
-def _text(opts: dict[str, str]) -> str:
+def _text(opts: dict[str, str], limit: int = MAX_TEXT) -> str:
     text = opts.get("message")
-    if text is None or not wire.text_ok(text):
+    if text is None or not wire.text_ok(text, limit):
         raise Usage
     return text
 

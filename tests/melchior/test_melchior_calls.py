@@ -183,6 +183,13 @@ def test_a_10_mib_report_round_trip(pair: tuple[Session, Session]) -> None:
     whole, code = parent.tool("--verb=report", f"--who={child.id}", "--about=json")
     assert code == 0
     assert whole["result"] == [{"body": body.decode(), "revision": 1, "sha256": digest}]
+    raw = Raw(child.at)
+    try:
+        assert raw.hello(parent.identity)["ok"]
+        assert raw.call("report", [1, 99])["code"] == "changed"  # pinned to a revision
+        assert raw.call("report", [summary["pages"]])["code"] == "bad_args"  # past the end
+    finally:
+        raw.close()
     page, _ = parent.tool("--verb=report", f"--who={child.id}", "--page=1")
     assert page["result"][0]["page"] == 1 and len(page["result"][0]["text"].encode()) <= REPORT_PAGE
     # The same text on another turn is a new revision, and the parent hears of each.
