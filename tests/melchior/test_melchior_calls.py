@@ -35,6 +35,15 @@ def test_bad_input_is_refused_and_the_session_stays_up(pair: tuple[Session, Sess
     parent, child = pair
     raw = Raw(child.at)
     try:
+        head = b'{"args":["'
+        at = (
+            head
+            + b"x" * (MAX_FRAME - len(head) - len(b'"],"call":"status"}'))
+            + b'"],"call":"status"}'
+        )
+        assert len(at) == MAX_FRAME
+        raw.send(struct.pack(">I", len(at)) + at)
+        assert raw.read()["code"] == "unauthenticated"  # read whole, then judged as a call
         over = b"x" * (MAX_FRAME + 1)
         raw.send(struct.pack(">I", len(over)) + over)
         assert raw.read()["code"] == "frame_too_large"
