@@ -15,9 +15,10 @@ import tempfile
 import threading
 from pathlib import Path
 
-from mel_harness import MELCHIOR, Melchior, exec_json
+import pytest
+from mel_harness import MELCHIOR, Melchior, Session, exec_json
 
-from melchior import registry
+from melchior import client, registry
 from melchior.identity import ENV_ID, ENV_PARENT, ENV_PROJECT, ENV_TOKEN
 from melchior.limits import ID_MAX, SUN_PATH_MAX
 
@@ -283,3 +284,31 @@ def test_fork_stays_in_its_own_project(mel: Melchior) -> None:
     assert (answer["code"], code) == ("forbidden", 1)
     answer, code = exec_json(["fork", "--role=boss"], root.env)
     assert (answer["code"], code) == ("usage", 2)
+
+
+def test_a_restarted_session_binds_over_its_dead_socket(mel: Melchior) -> None:
+    root = mel.start()
+    first = Session(mel.fork(root), mel.env)
+    mel.sessions.append(first)
+    first.proc.send_signal(signal.SIGKILL)
+    first.proc.wait(timeout=10)
+    assert registry.probe(first.at) == "dead"
+    again = Session(first.spec, mel.env)  # same identity: the dead socket is replaced
+    mel.sessions.append(again)
+    assert again.at == first.at and registry.probe(again.at) == "live"
+
+
+def test_a_session_that_never_answers_times_out(mel: Melchior) -> None:
+    directory = mel.directory()
+    sid = registry.mint(directory, "main", None, "t")
+    mute = socket.socket(socket.AF_UNIX)
+    mute.bind(os.path.join(directory, sid))
+    mute.listen(4)  # accepts into its backlog, never reads
+    try:
+        conn = client.connect(directory, sid, timeout=0.2)
+        with pytest.raises(client.CallError) as err:
+            conn.call("status")
+        assert err.value.code == "timeout"
+        conn.close()
+    finally:
+        mute.close()
