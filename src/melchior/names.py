@@ -1,0 +1,94 @@
+"""Names: session ids (word pairs), project labels, roles, and the directory a project maps to.
+
+Pure functions of strings: no files, no clock. Minting an id that is unique on disk is the
+registry's job; this module only proposes candidates and checks spellings.
+"""
+
+from __future__ import annotations
+
+from melchior.limits import ID_MAX, PROJECT_DIGEST, PROJECT_MAX
+
+WORDS = (
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "iota",
+    "kappa",
+    "lambda",
+    "mu",
+    "nu",
+    "xi",
+    "omicron",
+    "pi",
+    "rho",
+    "sigma",
+    "tau",
+    "upsilon",
+    "phi",
+    "chi",
+    "psi",
+    "omega",
+)
+ROLES = ("main", "sub")
+
+# Character sets rather than regular expressions: compiling a pattern costs a fast-starting
+# `melchior tool` more than these checks ever will.
+_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
+_ID_CHARS = _LOWER | frozenset("0123456789-")
+_ALNUM = _LOWER | frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_PROJECT_CHARS = _ALNUM | frozenset("._-")
+# Marks a shortened project directory. It cannot occur in a project name, so a shortened
+# name never equals a name used as is.
+SHORTENED = "~"
+
+
+def valid_id(text: str) -> bool:
+    """`[a-z][a-z0-9-]*`, at most ID_MAX, no `--`."""
+    return (
+        0 < len(text) <= ID_MAX
+        and text[0] in _LOWER
+        and _ID_CHARS.issuperset(text)
+        and "--" not in text
+    )
+
+
+def valid_project(text: str) -> bool:
+    """`[A-Za-z0-9][A-Za-z0-9._-]*`, at most PROJECT_MAX, no `..`."""
+    return (
+        0 < len(text) <= PROJECT_MAX
+        and text[0] in _ALNUM
+        and _PROJECT_CHARS.issuperset(text)
+        and ".." not in text
+    )
+
+
+def candidate(attempt: int) -> str:
+    """A random word pair; after many collisions a number makes the space unbounded."""
+    import secrets
+
+    first, second = secrets.choice(WORDS), secrets.choice(WORDS)
+    while second == first:
+        second = secrets.choice(WORDS)
+    pair = f"{first}-{second}"
+    return pair if attempt < 16 else f"{pair}-{secrets.randbelow(10**6)}"
+
+
+def project_dirname(project: str, budget: int) -> str:
+    """The project's directory name, at most `budget` bytes, unique per project name."""
+    if len(project) <= budget:
+        return project
+    import hashlib
+
+    digest = hashlib.sha256(project.encode()).hexdigest()[:PROJECT_DIGEST]
+    keep = budget - len(SHORTENED) - PROJECT_DIGEST
+    return f"{project[:keep]}{SHORTENED}{digest}"
+
+
+def label(project: str, role: str, session_id: str) -> str:
+    """How a session is named to a harness: `<project>/<role>/<id>`."""
+    return f"{project}/{role}/{session_id}"

@@ -1,0 +1,275 @@
+"""The registry is a directory: `<base>/melchior/<project>/<id>` sockets and their notes.
+
+    <id>          the session's socket; liveness is a successful connect, never a file test
+    <id>.key      0600 JSON {"sha256", "role", "minter"}: written once by `fork` (O_EXCL, which
+                  is what makes an id unique); holds a digest of the secret, never the secret
+    <id>.parent   the note naming who started it, written by the session when it comes up
+    <id>.report   the session's stored report
+    .lock         flock'd while a socket is bound or a dead one is removed
+
+This module owns paths, permissions and the lock. It never speaks the wire beyond a bare
+connect, and it never removes a socket without first finding, under the lock, that nobody
+answers it.
+"""
+
+from __future__ import annotations
+
+import _socket  # not `socket`: its enums cost a fast-starting tool more than it gives
+import errno
+import fcntl
+import os
+import stat
+
+from melchior import jsonc, names, policy
+from melchior.limits import ID_MAX, PROJECT_DIGEST, SUN_PATH_MAX
+
+SUFFIXES = (".parent", ".key", ".report")
+_EXCLUSIVE = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+_EXCLUSIVE = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from types import TracebackType
+    from typing import Literal, TypeAlias
+
+    Liveness: TypeAlias = Literal["live", "dead", "absent"]
+
+
+class RegistryError(Exception):
+    """A registry failure, carrying one of the wire's closed codes."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class Key:
+    """What a key file says: the secret's digest, the role, and who minted it."""
+
+    __slots__ = ("minter", "role", "sha256")
+
+    def __init__(self, sha256: str, role: str, minter: str | None) -> None:
+        self.sha256, self.role, self.minter = sha256, role, minter
+
+
+def join(directory: str, name: str) -> str:
+    return os.path.join(directory, name)
+
+
+def _safe_dir(path: str) -> str:
+    """Create (0700) or accept a directory only if it is ours, not a link, and closed to others."""
+    try:  # noqa: SIM105 - contextlib stays off the fast tool path
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise RegistryError("unsafe_dir")
+    return path
+
+
+def base_dir(env: Mapping[str, str]) -> str:
+    """`$XDG_RUNTIME_DIR/melchior`, or a per-user 0700 directory in the temp dir."""
+    runtime = env.get("XDG_RUNTIME_DIR", "")
+    if runtime and os.path.isabs(runtime):
+        try:
+            info = os.stat(runtime)
+        except OSError:
+            raise RegistryError("unsafe_dir") from None
+        if info.st_uid != os.getuid() or info.st_mode & 0o077:
+            raise RegistryError("unsafe_dir")
+        return _safe_dir(join(runtime, "melchior"))
+    import tempfile  # only without XDG_RUNTIME_DIR
+
+    return _safe_dir(join(tempfile.gettempdir(), f"melchior-{os.getuid()}"))
+
+
+def project_dir(project: str, env: Mapping[str, str]) -> str:
+    """The project's directory, created if needed, with room for any id under sun_path."""
+    if not names.valid_project(project):
+        raise RegistryError("usage")
+    base = base_dir(env)
+    budget = SUN_PATH_MAX - len(os.fsencode(base)) - 2 - ID_MAX
+    if budget < PROJECT_DIGEST + 2:
+        raise RegistryError("path_too_long")
+    return _safe_dir(join(base, names.project_dirname(project, budget)))
+
+
+# ---------------------------------------------------------------- keys and notes
+
+
+def digest(token: str) -> str:
+    import hashlib  # not on the path of a plain tool call
+
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def mint(directory: str, role: str, minter: str | None, token: str) -> str:
+    """Reserve a fresh id in `directory` by creating its key file exclusively."""
+    body = jsonc.dumps({"sha256": digest(token), "role": role, "minter": minter}).encode()
+    taken = set(os.listdir(directory))
+    for attempt in range(64):
+        session_id = names.candidate(attempt)
+        if session_id in taken:
+            continue
+        try:
+            fd = os.open(join(directory, f"{session_id}.key"), _EXCLUSIVE, 0o600)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "wb") as out:
+            out.write(body)
+        return session_id
+    raise RegistryError("too_busy")
+
+
+def _read_small(path: str) -> bytes | None:
+    """A note's bytes (notes are tiny), or None if it is not there. Plain fds: this runs once
+    per session when a project is listed."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 1 << 16)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_key(directory: str, session_id: str) -> Key | None:
+    raw = _read_small(join(directory, f"{session_id}.key"))
+    try:
+        data = jsonc.loads(raw.decode("utf-8")) if raw is not None else None
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    sha, role, minter = data.get("sha256"), data.get("role"), data.get("minter")
+    if not isinstance(sha, str) or role not in names.ROLES:
+        return None
+    return Key(sha, str(role), minter if isinstance(minter, str) else None)
+
+
+def verify(directory: str, session_id: str, token: str) -> Key | None:
+    """The session's key if `token` is its secret; reading the digest alone proves nothing."""
+    if not names.valid_id(session_id):
+        return None
+    key = read_key(directory, session_id)
+    import hmac
+
+    if key is None or not hmac.compare_digest(key.sha256, digest(token)):
+        return None
+    return key
+
+
+def read_parent(directory: str, session_id: str) -> str | None:
+    raw = _read_small(join(directory, f"{session_id}.parent"))
+    try:
+        text = raw.decode("ascii").strip() if raw is not None else ""
+    except UnicodeDecodeError:
+        return None
+    return text if names.valid_id(text) else None
+
+
+def node(directory: str, session_id: str, entries: set[str] | None = None) -> policy.Node | None:
+    """A session as the walls see it: its role, and its parent (the note, else its minter).
+    `entries`, when the caller has listed the directory, spares opening notes not there."""
+    key = read_key(directory, session_id)
+    if key is None:
+        return None
+    parent = None
+    if entries is None or f"{session_id}.parent" in entries:
+        parent = read_parent(directory, session_id)
+    return policy.Node(key.role, parent or key.minter)
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Replace `path` whole (0600): a reader sees the old bytes or the new, never a mix."""
+    import tempfile
+
+    head, tail = os.path.split(path)
+    fd, tmp = tempfile.mkstemp(dir=head, prefix=f".{tail}.")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:  # noqa: SIM105
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# ---------------------------------------------------------------- liveness
+
+
+def probe(path: str) -> Liveness:
+    """Connect once: "live" if someone listens, "dead" if a file nobody answers, "absent"."""
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    sock.setblocking(False)
+    try:
+        sock.connect(os.fsencode(path))
+    except BlockingIOError:
+        return "live"  # listening, its backlog full: busy is not dead
+    except FileNotFoundError:
+        return "absent"
+    except OSError as err:
+        if err.errno in (errno.ECONNREFUSED, errno.ENOTSOCK):
+            return "dead"
+        raise
+    finally:
+        sock.close()
+    return "live"
+
+
+class locked:
+    """The project directory's flock, held for a bind or a reap."""
+
+    def __init__(self, directory: str) -> None:
+        self._path = join(directory, ".lock")
+        self._fd = -1
+
+    def __enter__(self) -> None:
+        self._fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    def __exit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        os.close(self._fd)  # closing the descriptor releases the lock
+
+
+def remove(directory: str, session_id: str) -> None:
+    """Remove a session's socket and notes (its own exit, or a reaped corpse)."""
+    for name in (session_id, *(session_id + s for s in SUFFIXES)):
+        try:  # noqa: SIM105
+            os.unlink(join(directory, name))
+        except FileNotFoundError:
+            pass
+
+
+def reap(directory: str, session_id: str) -> bool:
+    """Remove a socket nobody answers: under the lock, dial once more, then unlink."""
+    path = join(directory, session_id)
+    with locked(directory):
+        try:
+            if not stat.S_ISSOCK(os.lstat(path).st_mode):
+                return False
+        except FileNotFoundError:
+            return False
+        if probe(path) != "dead":
+            return False
+        remove(directory, session_id)
+    return True
+
+
+def session_ids(directory: str, entries: list[str] | None = None) -> list[str]:
+    """Entries that could be sessions (their liveness is still unknown)."""
+    listed = os.listdir(directory) if entries is None else entries
+    return sorted(n for n in listed if "." not in n and names.valid_id(n))

@@ -1,0 +1,365 @@
+"""`melchior serve`: one session's socket, answered for as long as its harness's pipe is open.
+
+The harness is our parent. Its pipe is our life: stdin carries its `doing` status and its
+answers to asks; stdout carries `listening`, peers' `message`s and refusals. When stdin closes
+(or the minter ends us, or a signal comes), the socket and the notes go with us.
+
+Threads, not asyncio: an accept thread, one thread per connection (bounded), and the main
+thread on the pipe. Every caller proves its identity (`hello`) before any other call; the walls
+are checked here, by the callee, whatever the caller's own tool decided. A peer's text reaches
+the harness only as a `message` event labelled with the peer's name, never as anything else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+from melchior import names, policy, registry, reports, wire
+from melchior.limits import IDLE_TIMEOUT, MAX_CONNECTIONS, MAX_REPORT
+from melchior.tasks import Tasks
+
+SORTS = ("note", "attention", "report")
+
+
+@dataclass
+class Peer:
+    """One connection's caller, once proven, and its report upload in progress."""
+
+    id: str | None = None
+    label: str = ""
+    upload: bytearray = field(default_factory=bytearray)
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+class Server:
+    def __init__(
+        self, directory: str, project: str, me: str, role: str, token: str, talk: str
+    ) -> None:
+        self.directory, self.project, self.me, self.role = directory, project, me, role
+        self.token, self.talk = token, talk
+        self.parent = registry.read_parent(directory, me)
+        self.label = names.label(project, role, me)
+        self.tasks = Tasks()
+        self.doing: dict[str, Any] = {"busy": False, "working_for": 0, "waiting": 0}
+        self.report: reports.Report | None = None
+        self._out: BinaryIO | None = None
+        self._out_lock = threading.Lock()
+        self._report_lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._wake_r, self._wake_w = os.pipe()
+        self.ended_by: str | None = None
+        self.verbs: dict[str, Callable[[Peer, list[Any]], wire.Message]] = {
+            "status": self.status,
+            "tell": self.tell,
+            "ask": self.ask,
+            "task": self.task,
+            "report": self.read_report,
+            "report_put": self.put_report,
+            "end": self.end,
+        }
+
+    # ------------------------------------------------------------ the pipe
+
+    def emit(self, message: wire.Message) -> None:
+        with self._out_lock:
+            if self._out is None:
+                return
+            try:
+                self._out.write(wire.encode_pipe(message))
+                self._out.flush()
+            except OSError:
+                self._out = None  # the harness is gone; its closed stdin will end us
+                self.stop()
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"x")
+
+    def run(self, listener: socket.socket, stdin: int, stdout: BinaryIO, **listening: Any) -> None:
+        """Serve until the pipe closes, the minter ends us, or SIGTERM/SIGINT; then clean up."""
+        self._out = stdout
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, lambda *_: self.stop())
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+        at = registry.join(self.directory, self.me)
+        self.emit(wire.event("listening", at=at, who=self.label, **listening))
+        try:
+            self._pipe_loop(stdin)
+        finally:
+            listener.close()
+            if self.ended_by is not None:
+                self.emit(wire.event("ended", by=self.ended_by))
+            self.cleanup()
+
+    def _pipe_loop(self, stdin: int) -> None:
+        decoder = wire.PipeDecoder()
+        with selectors.DefaultSelector() as sel:
+            sel.register(stdin, selectors.EVENT_READ)
+            sel.register(self._wake_r, selectors.EVENT_READ)
+            while True:
+                for key, _ in sel.select():
+                    if key.fd == self._wake_r:
+                        return
+                    data = os.read(stdin, 1 << 16)
+                    items = decoder.feed(data) if data else decoder.close()
+                    for item in items:
+                        self.on_pipe(item)
+                    if not data:
+                        return
+
+    def on_pipe(self, item: wire.Item) -> None:
+        """The harness's own events: its status, and its answers to asks."""
+        if isinstance(item, wire.Refusal):
+            self.emit(wire.event("refused", code=item.code))
+            return
+        name = item.get(wire.TAG)
+        if name == "doing":
+            fields = {k: item.get(k) for k in ("busy", "working_for", "waiting")}
+            if isinstance(fields["busy"], bool) and all(
+                _is_count(fields[k]) for k in ("working_for", "waiting")
+            ):
+                self.doing = fields
+                return
+            self.emit(wire.event("refused", code="bad_args"))
+        elif name == "answer":
+            task, text = item.get("task"), item.get("text")
+            message_id = task.rsplit("@", 1)[-1] if isinstance(task, str) else ""
+            if not wire.text_ok(text) or not self.tasks.answer(message_id, str(text)):
+                self.emit(wire.event("refused", code="unknown_task"))
+        else:
+            self.emit(wire.event("refused", code="bad_shape"))
+
+    def cleanup(self) -> None:
+        registry.remove(self.directory, self.me)
+        self._forget_unstarted_children()
+
+    def _forget_unstarted_children(self) -> None:
+        """Keys we minted for sessions that never came up would otherwise be stranded."""
+        for entry in os.listdir(self.directory):
+            if not entry.endswith(".key"):
+                continue
+            child = entry[: -len(".key")]
+            key = registry.read_key(self.directory, child)
+            mine = key is not None and key.minter == self.me
+            if mine and registry.probe(registry.join(self.directory, child)) == "absent":
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(registry.join(self.directory, entry))
+
+    # ------------------------------------------------------------ the socket
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return  # the listener was closed: we are stopping
+            if not self._slots.acquire(blocking=False):
+                with contextlib.suppress(OSError):
+                    conn.sendall(wire.encode_socket(wire.refusal("too_busy")))
+                conn.close()
+                continue
+            threading.Thread(target=self._serve_connection, args=(conn,), daemon=True).start()
+
+    def _serve_connection(self, conn: socket.socket) -> None:
+        conn.settimeout(IDLE_TIMEOUT)
+        decoder, peer = wire.SocketDecoder(), Peer()
+        try:
+            while True:
+                data = conn.recv(1 << 16)
+                if not data:
+                    return
+                for item in decoder.feed(data):
+                    if isinstance(item, wire.Refusal):
+                        answer = wire.refusal(item.code)
+                    else:
+                        answer = self.dispatch(peer, item)
+                    conn.sendall(wire.encode_socket(answer))
+                    if self.ended_by is not None:
+                        self.stop()
+                        return
+        except OSError:
+            return  # the caller went away or idled out: not our failure
+        finally:
+            conn.close()
+            self._slots.release()
+
+    def dispatch(self, peer: Peer, message: wire.Message) -> wire.Message:
+        name = message.get("call")
+        if not isinstance(name, str):
+            return wire.refusal("bad_shape")  # only calls are answered on a session's socket
+        args = message["args"]
+        if name == "hello":
+            return self.hello(peer, args)
+        verb = self.verbs.get(name)
+        if verb is None:
+            return wire.refusal("unknown_call")
+        if peer.id is None:
+            return wire.refusal("unauthenticated")
+        return verb(peer, args)
+
+    # ------------------------------------------------------------ the walls
+
+    def lookup(self, session_id: str) -> policy.Node | None:
+        return registry.node(self.directory, session_id)
+
+    def hello(self, peer: Peer, args: list[Any]) -> wire.Message:
+        peer.id, peer.label = None, ""  # a failed hello leaves nobody proven
+        if len(args) != 1 or not isinstance(args[0], dict):
+            return wire.refusal("bad_args")
+        caller, token = args[0].get("id"), args[0].get("token")
+        if not isinstance(caller, str) or not isinstance(token, str):
+            return wire.refusal("bad_args")
+        key = registry.verify(self.directory, caller, token)
+        if key is None:
+            return wire.refusal("unauthenticated")
+        claimed = args[0].get("talk")
+        talk = policy.narrowest(self.talk, claimed if isinstance(claimed, str) else None)
+        if not policy.reachable(self.lookup, caller, self.me, talk):
+            return wire.refusal("forbidden")
+        peer.id, peer.label = caller, names.label(self.project, key.role, caller)
+        return wire.reply([{"id": self.me, "role": self.role, "who": self.label}])
+
+    # ------------------------------------------------------------ verbs
+
+    def status(self, peer: Peer, args: list[Any]) -> wire.Message:
+        if args:
+            return wire.refusal("bad_args")
+        state = {"id": self.me, "role": self.role, "parent": self.parent, **self.doing}
+        return wire.reply([state])
+
+    def tell(self, peer: Peer, args: list[Any]) -> wire.Message:
+        if not 1 <= len(args) <= 3 or not wire.text_ok(args[0]):
+            return wire.refusal("bad_args")
+        sort = args[1] if len(args) > 1 else "note"
+        if sort not in SORTS or (len(args) == 3 and not isinstance(args[2], dict)):
+            return wire.refusal("bad_args")
+        extra: dict[str, Any] = {}
+        if sort == "report" and len(args) == 3:
+            extra = {k: args[2][k] for k in ("revision", "sha256", "bytes") if k in args[2]}
+        self.emit(wire.event("message", who=peer.label, sort=sort, text=args[0], **extra))
+        return wire.reply([{"delivered": True}])
+
+    def ask(self, peer: Peer, args: list[Any]) -> wire.Message:
+        if len(args) != 1 or not wire.text_ok(args[0]):
+            return wire.refusal("bad_args")
+        assert peer.id is not None
+        message_id = self.tasks.open(peer.id)
+        if message_id is None:
+            return wire.refusal("too_busy")
+        task = f"{self.me}@{message_id}"
+        self.emit(wire.event("message", who=peer.label, sort="question", text=args[0], task=task))
+        return wire.reply([{"task": task, "state": "submitted"}])
+
+    def task(self, peer: Peer, args: list[Any]) -> wire.Message:
+        if len(args) != 1 or not isinstance(args[0], str):
+            return wire.refusal("bad_args")
+        owner, _, message_id = args[0].rpartition("@")
+        assert peer.id is not None
+        view = self.tasks.view(message_id, peer.id, self.me) if owner in ("", self.me) else None
+        if view is None:
+            return wire.refusal("unknown_task")
+        return wire.reply([{"task": f"{self.me}@{message_id}", **view}])
+
+    def end(self, peer: Peer, args: list[Any]) -> wire.Message:
+        key = registry.read_key(self.directory, self.me)
+        if args or key is None:
+            return wire.refusal("bad_args")
+        if key.minter is None or key.minter != peer.id:
+            return wire.refusal("not_minter")
+        self.ended_by = peer.label
+        return wire.reply([{"ending": self.label}])
+
+    # ------------------------------------------------------------ reports
+
+    def put_report(self, peer: Peer, args: list[Any]) -> wire.Message:
+        """A chunk of our own report; the final chunk stores it whole and tells our parent."""
+        if peer.id != self.me:
+            return wire.refusal("forbidden")
+        if len(args) != 2 or not isinstance(args[0], str) or not isinstance(args[1], bool):
+            return wire.refusal("bad_args")
+        try:
+            peer.upload += args[0].encode("utf-8")
+        except UnicodeEncodeError:
+            peer.upload.clear()
+            return wire.refusal("bad_args")
+        if len(peer.upload) > MAX_REPORT:
+            peer.upload.clear()
+            return wire.refusal("report_too_large")
+        if not args[1]:
+            return wire.reply([{"bytes": len(peer.upload)}])
+        with self._report_lock:
+            previous = self.report or self._stored_report()
+            revision = (previous.revision if previous else 0) + 1
+            stored = reports.Report(bytes(peer.upload), revision)
+            registry.write_atomic(
+                registry.join(self.directory, f"{self.me}.report"), reports.encode_stored(stored)
+            )
+            self.report = stored
+        peer.upload.clear()
+        summary = stored.summary()
+        threading.Thread(target=self._notify_parent, args=(summary,), daemon=True).start()
+        return wire.reply([summary])
+
+    def _notify_parent(self, summary: dict[str, Any]) -> None:
+        """A non-interrupting note to our parent that a new revision is stored."""
+        from melchior import client, identity  # only sessions with a parent need these
+
+        if self.parent is None:
+            return
+        me = identity.Identity(self.project, self.me, self.token, self.parent, self.talk)
+        text = f"report revision {summary['revision']} ({summary['bytes']} bytes)"
+        with (
+            contextlib.suppress(client.CallError),
+            client.open_as(me, self.directory, self.parent) as conn,
+        ):
+            conn.call("tell", [text, "report", summary])
+
+    def read_report(self, peer: Peer, args: list[Any]) -> wire.Message:
+        if not 1 <= len(args) <= 2 or not _is_count(args[0]):
+            return wire.refusal("bad_args")
+        current = self.report or self._stored_report()
+        if current is None:
+            return wire.refusal("no_report")
+        if len(args) == 2 and args[1] != current.revision:
+            return wire.refusal("changed")
+        text = reports.page(current, args[0])
+        if text is None:
+            return wire.refusal("bad_args")
+        return wire.reply([{**current.summary(), "page": args[0], "text": text}])
+
+    def _stored_report(self) -> reports.Report | None:
+        try:
+            with open(registry.join(self.directory, f"{self.me}.report"), "rb") as f:
+                data = f.read()
+        except OSError:
+            return None
+        return reports.decode_stored(data)
+
+
+def bind(directory: str, me: str) -> socket.socket:
+    """Bind the session's socket under the registry lock; a live one means the id is in use."""
+    path = registry.join(directory, me)
+    with registry.locked(directory):
+        if os.path.lexists(path):
+            if registry.probe(path) == "live":
+                raise registry.RegistryError("in_use")
+            os.unlink(path)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            sock.bind(os.fsencode(path))
+        finally:
+            os.umask(old)
+        sock.listen(128)
+    return sock

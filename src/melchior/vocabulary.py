@@ -1,0 +1,135 @@
+"""What melchior publishes as data: the verbs a model may call (`melchior tool`) and the calls a
+session answers over its socket (`melchior verbs`). Plain JSON values, never types: a harness
+turns them into whatever a tool looks like on its side. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from melchior.limits import FAMILY, MAX_FRAME, MAX_REPORT, MAX_TEXT, REPORT_PAGE
+
+_WHO = {"value": "string", "description": "the session's id, as `list` shows it"}
+_MESSAGE = {"value": "string", "description": f"UTF-8 text, at most {MAX_TEXT} bytes"}
+
+TOOL: dict[str, Any] = {
+    "family": FAMILY,
+    "command": ["melchior", "tool"],
+    "how": "one exec per request: --verb=<verb> --<option>=<value> ...; the answer is one JSON "
+    "object on stdout (a reply: ok, family, n, result, and code when ok is false); exit 0 when "
+    "ok, 1 when refused, 2 for a bad command line",
+    "verbs": {
+        "list": {
+            "summary": "the live sessions you may reach in your project",
+            "options": {},
+        },
+        "status": {
+            "summary": "a session's current status (busy, working_for, waiting); yourself "
+            "without --who. Poll a session you started this way: its id is not a task handle",
+            "options": {"who": _WHO},
+        },
+        "tell": {
+            "summary": "send a message; it reaches that session's harness labelled as yours",
+            "options": {
+                "who": _WHO,
+                "message": _MESSAGE,
+                "sort": {"enum": ["note", "attention"], "default": "note"},
+            },
+            "required": ["who", "message"],
+        },
+        "ask": {
+            "summary": "ask a question; returns a task handle <id>@<message-id> to poll",
+            "options": {"who": _WHO, "message": _MESSAGE},
+            "required": ["who", "message"],
+        },
+        "task": {
+            "summary": "the state of a question you asked (--about=<id>@<message-id>); with "
+            "the bare id of a session you started, its current status instead",
+            "options": {"about": {"value": "string"}, "who": _WHO},
+            "required": ["about"],
+        },
+        "report": {
+            "summary": "store your report (--message=<text>, or --about=- to read it from "
+            f"stdin, at most {MAX_REPORT} bytes), which notifies your parent; or read a "
+            f"session's report with --who: one page of {REPORT_PAGE} bytes (--page=N), or "
+            "--about=json for the whole body, its revision and sha256. A stored report does "
+            "not mean the work is finished: check status",
+            "options": {
+                "who": _WHO,
+                "message": _MESSAGE,
+                "about": {"enum": ["-", "json"]},
+                "page": {"value": "integer", "minimum": 0, "default": 0},
+            },
+        },
+        "end": {
+            "summary": "end a session you started (only its minter may)",
+            "options": {"who": _WHO},
+            "required": ["who"],
+        },
+    },
+}
+
+SOCKET: dict[str, Any] = {
+    "family": FAMILY,
+    "framing": f"u32 big-endian length, then at most {MAX_FRAME} bytes of JSON",
+    "first": "hello",
+    "calls": {
+        "hello": {
+            "args": [{"id": "string", "token": "string", "talk": "instance|run|project"}],
+            "result": [{"id": "string", "role": "main|sub", "who": "project/role/id"}],
+            "refusals": ["bad_args", "unauthenticated", "forbidden"],
+        },
+        "status": {
+            "args": [],
+            "result": [
+                {
+                    "id": "string",
+                    "role": "main|sub",
+                    "parent": "string|null",
+                    "busy": "boolean",
+                    "working_for": "integer",
+                    "waiting": "integer",
+                }
+            ],
+        },
+        "tell": {
+            "args": ["text", "note|attention|report", {"revision": "integer", "sha256": "hex"}],
+            "result": [{"delivered": True}],
+        },
+        "ask": {"args": ["text"], "result": [{"task": "id@message-id", "state": "submitted"}]},
+        "task": {
+            "args": ["id@message-id"],
+            "result": [{"task": "string", "state": "submitted|completed", "answer": "text|null"}],
+            "refusals": ["unknown_task"],
+        },
+        "report": {
+            "args": ["page", "revision (optional: refuse with `changed` if it moved)"],
+            "result": [
+                {
+                    "revision": "integer",
+                    "sha256": "hex",
+                    "bytes": "integer",
+                    "pages": "integer",
+                    "page": "integer",
+                    "text": "string",
+                }
+            ],
+            "refusals": ["no_report", "changed"],
+        },
+        "report_put": {
+            "args": ["chunk", "final (boolean)"],
+            "result": [{"revision": "integer", "sha256": "hex", "bytes": "integer"}],
+            "who": "the session itself only",
+        },
+        "end": {"args": [], "result": [{"ending": "project/role/id"}], "who": "its minter only"},
+    },
+    "pipe": {
+        "in": ["doing {busy, working_for, waiting}", "answer {task, text}"],
+        "out": [
+            "listening {at, who}",
+            "message {who, sort, text[, task][, revision, sha256, bytes]}",
+            "refused {code}",
+            "ended {by}",
+        ],
+    },
+}
