@@ -180,7 +180,7 @@ class MessagesStreamState:
 class AnthropicProvider:
     id: str
     base_url: str
-    api_key: str | None
+    api_key: str | None = field(repr=False)
     policy: HttpPolicy = field(default_factory=HttpPolicy)
     extra_headers: Mapping[str, str] = field(default_factory=dict)
 
