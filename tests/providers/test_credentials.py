@@ -12,6 +12,7 @@ import pytest
 
 from magi_code.config.credentials import CredentialStore, OAuthTokens
 from magi_code.providers.codex import CodexProvider
+from magi_code.providers.commands import login
 from magi_code.providers.openai_chat import OpenAIChatProvider
 from magi_code.providers.openai_responses import OpenAIResponsesProvider
 from magi_code.providers.registry import ConfigurationInvalid, build_provider, check_readiness
@@ -183,7 +184,9 @@ def _id_token(account: str) -> str:
     return f"e30.{payload}.sig"
 
 
-def test_codex_device_sign_in_against_a_local_server(tmp_path: Path) -> None:
+def test_codex_device_sign_in_against_a_local_server(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from providers.local_server import LocalServer, Reply
 
     home = tmp_path / "mc"
@@ -221,9 +224,9 @@ def test_codex_device_sign_in_against_a_local_server(tmp_path: Path) -> None:
             "--client-id",
             "cid",
         ]
-        done = run_cli("login", argv, home)
-        assert done.returncode == 0, done.stderr
-        assert "ABCD-1234" in done.stderr and "SECRET" not in done.stdout + done.stderr
+        assert login(argv, home) == 0
+        out = capsys.readouterr()
+        assert "ABCD-1234" in out.err and "SECRET" not in out.out + out.err
         polls = [r for r in server.requests if r.path == "/token"]
         assert len(polls) == 2
         assert b"device_code=dev-1" in polls[0].body and b"client_id=cid" in polls[0].body
@@ -252,5 +255,5 @@ def test_codex_device_sign_in_denied(tmp_path: Path) -> None:
             "--token-url",
             server.url + "/token",
         ]
-        assert run_cli("login", argv, home).returncode == 1
+        assert login(argv, home) == 1
     assert CredentialStore(home).oauth("codex") is None

@@ -130,11 +130,6 @@ class SSEDecoder:
         self._scan = 0
         return []
 
-    @property
-    def has_partial_event(self) -> bool:
-        """Whether bytes of an unterminated event are pending (a stream cut mid-event)."""
-        return bool(self._buf.strip(b"\n"))
-
     def _normalise(self, chunk: bytes) -> bytes:
         if self._skip_lf:
             self._skip_lf = False
