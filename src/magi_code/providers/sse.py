@@ -80,34 +80,37 @@ class SSEDecoder:
         """Dispatch the events of `text`: whole lines at a line start, ending in a blank line.
 
         Splitting on "\n\n" gives parts that each end in one blank line; the last part is
-        "" or one more blank line. A part starting with LF or empty holds extra blank lines.
+        "" or one more blank line. A part holds no "\n\n", so at most one LF leads it.
         """
         parts = text.split("\n\n")
         tail = parts.pop()
         new = tuple.__new__
+        append = out.append
+        last_id = self._last_id
         for part in parts:
-            if part and part[0] != "\n":
-                # The two common shapes, fast: "data: D" and "event: E\ndata: D".
-                if part[:6] == "data: " and "\n" not in part:
-                    out.append(new(SSEEvent, (None, part[6:], self._last_id, None)))
+            # The two common shapes, fast: "data: D" and "event: E\ndata: D".
+            if part.startswith("data: "):
+                if "\n" not in part:
+                    append(new(SSEEvent, (None, part[6:], last_id, None)))
                     continue
-                if part[:7] == "event: ":
-                    nl = part.find("\n")
-                    if part[nl + 1 : nl + 7] == "data: " and part.find("\n", nl + 1) < 0 < nl:
-                        pair = (part[7:nl] or None, part[nl + 7 :], self._last_id, None)
-                        out.append(new(SSEEvent, pair))
-                        continue
+            elif part.startswith("event: "):
+                nl = part.find("\n")
+                if nl > 0 and part.startswith("data: ", nl + 1) and part.find("\n", nl + 1) < 0:
+                    append(new(SSEEvent, (part[7:nl] or None, part[nl + 7 :], last_id, None)))
+                    continue
+            if part and part[0] != "\n":
                 event = self._parse(part)
                 if event is not None:
-                    out.append(event)
+                    append(event)
             else:  # "" is two blank lines; "\nX" is a blank line, then block X
                 self._blank_lines(1, out)
                 if part:
                     event = self._parse(part[1:])
                     if event is not None:
-                        out.append(event)
+                        append(event)
                 else:
                     self._blank_lines(1, out)
+            last_id = self._last_id
         if tail:
             self._blank_lines(1, out)
 
