@@ -108,6 +108,19 @@ def test_login_rejects_an_empty_key_and_bad_usage(tmp_path: Path) -> None:
         ({"wire_api": "telepathy"}, {}, None, "configuration_invalid"),
         ({"wire_api": "openai-chat", "base_url": "ftp://x"}, {}, "k", "configuration_invalid"),
         ({"wire_api": "openai-chat", "api_key_env": 7}, {}, None, "configuration_invalid"),
+        (
+            {"wire_api": "openai-chat", "base_url": "http://h:99999/v1"},
+            {},
+            "k",
+            "configuration_invalid",
+        ),
+        (
+            {"wire_api": "openai-chat", "base_url": "http://exa mple/v1"},
+            {},
+            "k",
+            "configuration_invalid",
+        ),
+        ({"wire_api": "openai-chat", "base_url": "https:///v1"}, {}, "k", "configuration_invalid"),
         ({"wire_api": "fixture"}, {}, None, None),
     ],
 )
