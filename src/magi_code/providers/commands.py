@@ -6,7 +6,6 @@ nothing here prints a key or a token. Exit codes: 0 done, 1 failed, 2 usage.
 """
 
 import argparse
-import base64
 import getpass
 import json
 import os
@@ -20,6 +19,11 @@ import anyio
 from magi_code.config.credentials import CredentialsError, CredentialStore, OAuthTokens
 from magi_code.providers.base import ProviderError
 from magi_code.providers.catalog import build_catalog
+from magi_code.providers.codex import (
+    DEFAULT_CLIENT_ID,
+    DEFAULT_TOKEN_URL,
+    account_id_from_id_token,
+)
 from magi_code.providers.http import HttpPolicy, control_request
 from magi_code.providers.limits import DEVICE_LOGIN_S, DEVICE_POLL_MIN_S
 
@@ -75,8 +79,6 @@ def _read_key(provider: str, from_stdin: bool) -> str:
 
 async def _device_login(args: argparse.Namespace, store: CredentialStore) -> int:
     """OAuth 2.0 device authorization (RFC 8628) with configurable endpoints."""
-    from magi_code.providers.codex import DEFAULT_CLIENT_ID, DEFAULT_TOKEN_URL
-
     client_id = args.client_id or DEFAULT_CLIENT_ID
     token_url = args.token_url or DEFAULT_TOKEN_URL
     policy = HttpPolicy()
@@ -128,20 +130,6 @@ def _tokens(body: Mapping[str, object]) -> OAuthTokens:
         time.time() + lifetime,
         account_id_from_id_token(body.get("id_token")),
     )
-
-
-def account_id_from_id_token(id_token: object) -> str | None:
-    """The ChatGPT account id claim of an id token (read, not verified: it only routes)."""
-    if not isinstance(id_token, str) or id_token.count(".") != 2:
-        return None
-    payload = id_token.split(".")[1]
-    try:
-        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-    except ValueError:
-        return None
-    auth = claims.get("https://api.openai.com/auth") if isinstance(claims, dict) else None
-    account = auth.get("chatgpt_account_id") if isinstance(auth, dict) else None
-    return account if isinstance(account, str) else None
 
 
 def _json(text: str) -> dict[str, object]:
