@@ -230,6 +230,7 @@ def test_codex_device_sign_in_against_a_local_server(
         )
         argv = [
             "codex",
+            "--device",
             "--device-url",
             server.url + "/device",
             "--token-url",
@@ -263,6 +264,7 @@ def test_codex_device_sign_in_denied(tmp_path: Path) -> None:
         server.script("/token", Reply.json({"error": "access_denied"}, status=400))
         argv = [
             "codex",
+            "--device",
             "--device-url",
             server.url + "/device",
             "--token-url",
@@ -270,3 +272,94 @@ def test_codex_device_sign_in_denied(tmp_path: Path) -> None:
         ]
         assert login(argv, home) == 1
     assert CredentialStore(home).oauth("codex") is None
+
+
+def _browser_login(home: Path, token_url: str) -> subprocess.Popen[str]:
+    code = (
+        "import sys; from pathlib import Path;"
+        "from magi_code.providers.commands import login;"
+        f"sys.exit(login(sys.argv[1:], Path({str(home)!r})))"
+    )
+    argv = [
+        "codex",
+        "--no-browser",
+        "--callback-port",
+        "0",
+        "--client-id",
+        "cid",
+        "--authorize-url",
+        "https://auth.invalid/authorize",
+        "--token-url",
+        token_url,
+    ]
+    env = {**os.environ, "HOME": str(home.parent)}
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *argv],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def _get(url: str) -> int:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as refused:
+        return refused.code
+
+
+def test_codex_browser_sign_in_with_pkce(tmp_path: Path) -> None:
+    import base64
+    import hashlib
+    from urllib.parse import parse_qs, urlencode, urlsplit
+
+    from providers.local_server import LocalServer, Reply
+
+    home = tmp_path / "mc"
+    with LocalServer() as server:
+        server.script(
+            "/token",
+            Reply.json({"access_token": "A-SECRET", "refresh_token": "R", "expires_in": 60}),
+        )
+        proc = _browser_login(home, server.url + "/token")
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert line.startswith("Sign in at: https://auth.invalid/authorize?"), line
+        query = parse_qs(urlsplit(line.split(": ", 1)[1].strip()).query)
+        redirect, state = query["redirect_uri"][0], query["state"][0]
+        assert redirect.startswith("http://localhost:") and redirect.endswith("/auth/callback")
+        assert query["code_challenge_method"] == ["S256"] and query["client_id"] == ["cid"]
+        callback = redirect.replace("localhost", "127.0.0.1")
+        assert _get(callback + "?" + urlencode({"code": "c1", "state": "forged"})) == 400
+        assert _get(callback + "?" + urlencode({"code": "c1", "state": state})) == 200
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err
+        assert "SECRET" not in out + err + line
+        form = parse_qs(server.requests[0].body.decode())
+        assert form["grant_type"] == ["authorization_code"] and form["code"] == ["c1"]
+        assert form["redirect_uri"] == [redirect]
+        digest = hashlib.sha256(form["code_verifier"][0].encode()).digest()
+        assert base64.urlsafe_b64encode(digest).rstrip(b"=").decode() == query["code_challenge"][0]
+    tokens = CredentialStore(home).oauth("codex")
+    assert tokens is not None and tokens.access_token == "A-SECRET"
+
+
+def test_codex_browser_sign_in_refused(tmp_path: Path) -> None:
+    from urllib.parse import parse_qs, urlencode, urlsplit
+
+    home = tmp_path / "mc"
+    proc = _browser_login(home, "http://127.0.0.1:9/token")
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    query = parse_qs(urlsplit(line.split(": ", 1)[1].strip()).query)
+    callback = query["redirect_uri"][0].replace("localhost", "127.0.0.1")
+    params = urlencode({"error": "access_denied", "state": query["state"][0]})
+    assert _get(f"{callback}?{params}") == 400
+    proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    assert not (home / "credentials.json").exists()
