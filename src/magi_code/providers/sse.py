@@ -4,8 +4,9 @@ Rules, in the order they apply to each chunk:
 - CR, LF and CRLF end lines; a CR ending one chunk and an LF starting the next are one CRLF.
   Line ends are normalised to LF on bytes (0x0D/0x0A never occur inside a UTF-8 sequence).
 - A UTF-8 BOM at the very start of the stream is dropped, even when split across chunks.
-- Events are found as blocks ending in a blank line; each block is decoded from UTF-8 once, so
-  a code point split across chunks is whole again. Malformed UTF-8 raises `SSEError`.
+- Bytes up to the last blank line are complete events: they are decoded from UTF-8 once, as
+  a whole, so a code point split across chunks is whole again. Malformed UTF-8 raises
+  `SSEError`; bytes of an incomplete event wait in the buffer and are scanned only once.
 - Field semantics follow openai-python's `SSEDecoder` (the provider client): a blank line
   dispatches when event, data, id or retry is set; the last id persists across events.
 - At end of stream an unterminated final event is not delivered, as openai-python does.
