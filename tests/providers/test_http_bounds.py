@@ -81,6 +81,20 @@ async def test_401_is_not_retried(server: LocalServer) -> None:
     assert len(server.requests) == 1
 
 
+async def test_redirects_are_refused_not_followed(server: LocalServer) -> None:
+    server.script(PATH, Reply(302, [OVERFLOW], {"location": server.url + "/elsewhere"}))
+    err = await failure(server, HttpPolicy(attempts=2, sleep=Sleeps()))
+    assert (err.code, err.status) == ("refused", 302)
+    assert [r.path for r in server.requests] == [PATH]
+
+
+async def test_an_unusable_url_is_refused() -> None:
+    p = OpenAIChatProvider("p", "http://a:b:c/v1", "k", HttpPolicy(attempts=2))
+    with pytest.raises(ProviderError) as err:
+        await collect(p)
+    assert (err.value.code, err.value.retryable) == ("refused", False)
+
+
 async def test_complete_400_body_identifies_context_overflow(server: LocalServer) -> None:
     server.script(PATH, Reply(400, [OVERFLOW], content_length=True))
     err = await failure(server, HttpPolicy(attempts=1))

@@ -464,3 +464,44 @@ async def test_codex_refusal_of_refresh_is_auth_failed(server: LocalServer, tmp_
         await collect(provider)
     assert getattr(err.value, "code", None) == "auth_failed"
     assert [r.path for r in server.requests] == ["/oauth/token"]
+
+
+def test_chat_tool_calls_without_index_are_kept_apart() -> None:
+    from magi_code.providers.openai_chat import ChatStreamState
+
+    state = ChatStreamState()
+    for delta in (
+        {"id": "a", "function": {"name": "one", "arguments": '{"x":'}},
+        {"function": {"arguments": " 1}"}},
+        {"id": "b", "function": {"name": "two", "arguments": "{}"}},
+    ):
+        state.chunk(json.dumps({"choices": [{"delta": {"tool_calls": [delta]}}]}))
+    state.chunk(json.dumps({"choices": [{"delta": {}, "finish_reason": "tool_calls"}]}))
+    assert state.finish_events() == [
+        ToolCallDone(ToolCall("a", "one", '{"x": 1}')),
+        ToolCallDone(ToolCall("b", "two", "{}")),
+        Completed("tool_use"),
+    ]
+
+
+def test_anthropic_tool_input_given_whole() -> None:
+    from magi_code.providers.anthropic import MessagesStreamState
+
+    state = MessagesStreamState()
+    state.event(
+        json.dumps(
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {
+                    "type": "tool_use",
+                    "id": "t",
+                    "name": "ls",
+                    "input": {"dir": "é"},
+                },
+            }
+        )
+    )
+    assert state.event(json.dumps({"type": "content_block_stop", "index": 0})) == [
+        ToolCallDone(ToolCall("t", "ls", '{"dir": "é"}'))
+    ]

@@ -4,6 +4,7 @@ A thinking block becomes a `ReasoningSummary` only when the provider itself type
 `thinking` (provenance); text is never reinterpreted as reasoning. Never touches sockets.
 """
 
+import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -75,8 +76,6 @@ def _messages(request: ModelRequest) -> list[dict[str, object]]:
 
 
 def _arguments(arguments: str) -> object:
-    import json
-
     try:
         return json.loads(arguments) if arguments else {}
     except ValueError:
@@ -110,6 +109,7 @@ class _Block:
     call_id: str = ""
     name: str = ""
     parts: list[str] = field(default_factory=list)
+    given: str = ""  # a tool_use input sent whole at the start instead of as deltas
 
 
 @dataclass
@@ -131,9 +131,12 @@ class MessagesStreamState:
             self.output_tokens = count(usage.get("output_tokens"))
         elif kind == "content_block_start":
             block = obj(value.get("content_block"))
-            self.blocks[count(value.get("index"))] = _Block(
+            started = _Block(
                 text(block.get("type")), text(block.get("id")), text(block.get("name"))
             )
+            if started.kind == "tool_use" and obj(block.get("input")):
+                started.given = json.dumps(block["input"], ensure_ascii=False)
+            self.blocks[count(value.get("index"))] = started
         elif kind == "content_block_delta":
             return self._delta(count(value.get("index")), obj(value.get("delta")))
         elif kind == "content_block_stop":
@@ -169,7 +172,7 @@ class MessagesStreamState:
         if block is None:
             return []
         if block.kind == "tool_use":
-            args = "".join(block.parts) or "{}"
+            args = "".join(block.parts) or block.given or "{}"
             return [ToolCallDone(ToolCall(block.call_id, block.name, args))]
         if block.kind == "thinking" and block.parts:
             return [ReasoningSummary(f"thinking-{index}", "".join(block.parts))]
@@ -180,7 +183,7 @@ class MessagesStreamState:
 class AnthropicProvider:
     id: str
     base_url: str
-    api_key: str | None
+    api_key: str | None = field(repr=False)
     policy: HttpPolicy = field(default_factory=HttpPolicy)
     extra_headers: Mapping[str, str] = field(default_factory=dict)
 

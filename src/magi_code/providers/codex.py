@@ -5,6 +5,7 @@ and once more when the server answers 401. It must never log, print or raise a t
 refresh answer is a bounded control response.
 """
 
+import base64
 import json
 import time
 from collections.abc import AsyncIterator, Callable
@@ -29,6 +30,20 @@ def tokens_ready(tokens: OAuthTokens | None, now: float) -> bool:
     return tokens.expires_at > now or bool(tokens.refresh_token)
 
 
+def account_id_from_id_token(id_token: object) -> str | None:
+    """The ChatGPT account id claim of an id token (read, not verified: it only routes)."""
+    if not isinstance(id_token, str) or id_token.count(".") != 2:
+        return None
+    payload = id_token.split(".")[1]
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except ValueError:
+        return None
+    auth = claims.get("https://api.openai.com/auth") if isinstance(claims, dict) else None
+    account = auth.get("chatgpt_account_id") if isinstance(auth, dict) else None
+    return account if isinstance(account, str) else None
+
+
 def tokens_from_answer(
     text: str, previous_refresh: str, now: float, account_id: str | None
 ) -> OAuthTokens:
@@ -46,7 +61,7 @@ def tokens_from_answer(
         value["access_token"],
         refresh if isinstance(refresh, str) and refresh else previous_refresh,
         now + lifetime,
-        account_id,
+        account_id_from_id_token(value.get("id_token")) or account_id,
     )
 
 

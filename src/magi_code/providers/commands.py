@@ -6,25 +6,18 @@ nothing here prints a key or a token. Exit codes: 0 done, 1 failed, 2 usage.
 """
 
 import argparse
-import base64
 import getpass
 import json
 import os
 import sys
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
 import anyio
 
-from magi_code.config.credentials import CredentialsError, CredentialStore, OAuthTokens
-from magi_code.providers.base import ProviderError
+from magi_code.config.credentials import CredentialsError, CredentialStore
 from magi_code.providers.catalog import build_catalog
-from magi_code.providers.http import HttpPolicy, control_request
-from magi_code.providers.limits import DEVICE_LOGIN_S, DEVICE_POLL_MIN_S
-
-DEFAULT_DEVICE_URL = "https://auth.openai.com/oauth/device/code"
-_DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+from magi_code.providers.signin import DEFAULT_CALLBACK_PORT, Endpoints, SignInFailed, sign_in
 
 
 class _Parser(argparse.ArgumentParser):
@@ -45,15 +38,20 @@ def login(argv: list[str], mc_home: Path) -> int:
     parser.add_argument("provider")
     parser.add_argument("--api-key-stdin", action="store_true", help="read the key from stdin")
     parser.add_argument("--chatgpt", action="store_true", help="ChatGPT sign-in (Codex)")
-    parser.add_argument("--device-url", default=DEFAULT_DEVICE_URL)
-    parser.add_argument("--token-url", default=None)
-    parser.add_argument("--client-id", default=None)
+    parser.add_argument("--device", action="store_true", help="sign in with a device code")
+    parser.add_argument("--no-browser", action="store_true", help="only print the sign-in URL")
+    parser.add_argument("--callback-port", type=int, default=DEFAULT_CALLBACK_PORT)
+    defaults = Endpoints()
+    parser.add_argument("--authorize-url", default=defaults.authorize_url)
+    parser.add_argument("--device-url", default=defaults.device_url)
+    parser.add_argument("--token-url", default=defaults.token_url)
+    parser.add_argument("--client-id", default=defaults.client_id)
     args = _parse(parser, argv)
     if isinstance(args, int):
         return args
     store = CredentialStore(mc_home)
     if args.chatgpt or args.provider == "codex":
-        return anyio.run(_device_login, args, store)
+        return _sign_in(args, store)
     key = _read_key(args.provider, args.api_key_stdin)
     if not key:
         print("magi-code login: no API key given", file=sys.stderr)
@@ -67,94 +65,33 @@ def login(argv: list[str], mc_home: Path) -> int:
     return 0
 
 
+def _sign_in(args: argparse.Namespace, store: CredentialStore) -> int:
+    endpoints = Endpoints(args.client_id, args.token_url, args.authorize_url, args.device_url)
+    try:
+        tokens = anyio.run(
+            lambda: sign_in(
+                endpoints,
+                device=args.device,
+                port=args.callback_port,
+                open_browser=not args.no_browser,
+            )
+        )
+    except SignInFailed:
+        print("magi-code login: sign-in failed", file=sys.stderr)
+        return 1
+    try:
+        store.set_oauth(args.provider, tokens)
+    except (CredentialsError, OSError):
+        print("magi-code login: could not write the credential store", file=sys.stderr)
+        return 1
+    print(f"Signed in for {args.provider}.", file=sys.stderr)
+    return 0
+
+
 def _read_key(provider: str, from_stdin: bool) -> str:
     if not from_stdin and sys.stdin.isatty():
         return getpass.getpass(f"API key for {provider}: ").strip()
     return sys.stdin.readline().strip()
-
-
-async def _device_login(args: argparse.Namespace, store: CredentialStore) -> int:
-    """OAuth 2.0 device authorization (RFC 8628) with configurable endpoints."""
-    from magi_code.providers.codex import DEFAULT_CLIENT_ID, DEFAULT_TOKEN_URL
-
-    client_id = args.client_id or DEFAULT_CLIENT_ID
-    token_url = args.token_url or DEFAULT_TOKEN_URL
-    policy = HttpPolicy()
-    try:
-        start = await control_request(
-            "POST",
-            args.device_url,
-            policy,
-            form={"client_id": client_id, "scope": "openid profile email offline_access"},
-        )
-        grant = _json(start.body.text) if start.status == 200 and start.body.complete else {}
-        device_code, user_code = grant.get("device_code"), grant.get("user_code")
-        uri = grant.get("verification_uri_complete", grant.get("verification_uri"))
-        if not isinstance(device_code, str) or not isinstance(user_code, str):
-            print("magi-code login: sign-in could not start", file=sys.stderr)
-            return 1
-        print(f"Open {uri} and enter the code {user_code}", file=sys.stderr)
-        interval = _number(grant.get("interval"), 5.0)
-        deadline = time.monotonic() + min(_number(grant.get("expires_in"), 900.0), DEVICE_LOGIN_S)
-        form = {"grant_type": _DEVICE_GRANT, "device_code": device_code, "client_id": client_id}
-        while time.monotonic() < deadline:
-            await anyio.sleep(max(interval, DEVICE_POLL_MIN_S))
-            answer = await control_request("POST", token_url, policy, form=form)
-            body = _json(answer.body.text) if answer.body.complete else {}
-            if answer.status == 200 and isinstance(body.get("access_token"), str):
-                store.set_oauth(args.provider, _tokens(body))
-                print(f"Signed in for {args.provider}.", file=sys.stderr)
-                return 0
-            error = body.get("error")
-            if error == "slow_down":
-                interval += 5.0
-            elif error != "authorization_pending":
-                break
-    except ProviderError:
-        pass
-    except (CredentialsError, OSError):
-        print("magi-code login: could not write the credential store", file=sys.stderr)
-        return 1
-    print("magi-code login: sign-in failed", file=sys.stderr)
-    return 1
-
-
-def _tokens(body: Mapping[str, object]) -> OAuthTokens:
-    access, refresh = body.get("access_token"), body.get("refresh_token")
-    lifetime = _number(body.get("expires_in"), 3600.0)
-    return OAuthTokens(
-        access if isinstance(access, str) else "",
-        refresh if isinstance(refresh, str) else "",
-        time.time() + lifetime,
-        account_id_from_id_token(body.get("id_token")),
-    )
-
-
-def account_id_from_id_token(id_token: object) -> str | None:
-    """The ChatGPT account id claim of an id token (read, not verified: it only routes)."""
-    if not isinstance(id_token, str) or id_token.count(".") != 2:
-        return None
-    payload = id_token.split(".")[1]
-    try:
-        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-    except ValueError:
-        return None
-    auth = claims.get("https://api.openai.com/auth") if isinstance(claims, dict) else None
-    account = auth.get("chatgpt_account_id") if isinstance(auth, dict) else None
-    return account if isinstance(account, str) else None
-
-
-def _json(text: str) -> dict[str, object]:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _number(value: object, default: float) -> float:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    return float(value) if ok else default  # type: ignore[arg-type]
 
 
 def logout(argv: list[str], mc_home: Path) -> int:

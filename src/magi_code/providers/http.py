@@ -4,6 +4,7 @@ bounded transport retries, an inactivity timeout, and cancellation that closes t
 It owns the mapping from HTTP outcomes to `ProviderError` codes:
 
     401, 403                 -> auth_failed       (never retried)
+    3xx (never followed)     -> refused
     429                      -> rate_limited      (retried with backoff / Retry-After)
     5xx                      -> server_error      (retried)
     connect/read failure,
@@ -91,10 +92,12 @@ class ControlResponse:
 
 def safe_url(url: str) -> str:
     """The URL for diagnostics: no user info, no query, no fragment."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}"
+    try:
+        parts = urlsplit(url)
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "(unparsable URL)"
+    return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path}"
 
 
 class _QuietTransportLogs(logging.Filter):
@@ -162,7 +165,7 @@ def status_error(status: int, body: BoundedBody, policy: HttpPolicy) -> Provider
         code, retryable = "rate_limited", True
     elif status >= 500:
         code, retryable = "server_error", True
-    elif body.complete and policy.is_overflow(body.text):
+    elif status >= 400 and body.complete and policy.is_overflow(body.text):
         code, retryable = "context_overflow", False
     else:
         code, retryable = "refused", False
@@ -213,7 +216,7 @@ async def stream_sse(
             async with new_client(policy) as client:
                 req = client.stream("POST", url, headers=dict(headers), json=dict(body))
                 async with req as response:
-                    if response.status_code >= 400:
+                    if not 200 <= response.status_code < 300:
                         raise await _failed_status(response, policy)
                     decoder = SSEDecoder()
                     async for chunk in response.aiter_bytes():
@@ -227,8 +230,10 @@ async def stream_sse(
             error, retry_after = failed.error, failed.retry_after
         except SSEError:
             error, retry_after = ProviderError("malformed_stream", retryable=True), None
-        except httpx2.TransportError:
+        except httpx2.RequestError:
             error, retry_after = ProviderError("transport_failed", retryable=True), None
+        except httpx2.InvalidURL:
+            error, retry_after = ProviderError("refused", detail="invalid URL"), None
         _diagnose(url, error, attempt)
         if delivered or not error.retryable or attempt >= policy.attempts:
             raise error
@@ -272,7 +277,7 @@ async def control_request(
             ):
                 status = response.status_code
                 body = await read_bounded(response, limit)
-    except httpx2.TransportError:
+    except (httpx2.RequestError, httpx2.InvalidURL):
         pass
     if status is None:
         error = ProviderError("transport_failed", retryable=True)

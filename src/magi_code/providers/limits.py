@@ -23,6 +23,6 @@ ANTHROPIC_THINKING_BUDGETS = {"low": 2048, "medium": 8192, "high": 24576}
 
 # Codex sign-in: refresh an access token this long before it expires.
 TOKEN_REFRESH_MARGIN_S = 60.0
-# Device sign-in: the longest wait for the user, and the poll interval floor.
-DEVICE_LOGIN_S = 900.0
+# Sign-in: the longest wait for the user; the device flow's poll interval floor.
+SIGN_IN_WAIT_S = 900.0
 DEVICE_POLL_MIN_S = 1.0

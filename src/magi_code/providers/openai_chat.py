@@ -126,12 +126,24 @@ class ChatStreamState:
         return out
 
     def _call_delta(self, raw: dict[str, object]) -> None:
-        index = count(raw.get("index"))
+        call_id = text(raw.get("id"))
+        index = raw.get("index")
+        if not isinstance(index, int) or isinstance(index, bool):
+            index = self._unpositioned(call_id)
         call = self.calls.setdefault(index, _Call())
-        call.call_id = call.call_id or text(raw.get("id"))
+        call.call_id = call.call_id or call_id
         fn = obj(raw.get("function"))
         call.name = call.name or text(fn.get("name"))
         call.arguments.append(text(fn.get("arguments")))
+
+    def _unpositioned(self, call_id: str) -> int:
+        """Some compatible servers omit the index: a new id opens a call, none continues one."""
+        for index, call in self.calls.items():
+            if call_id and call.call_id == call_id:
+                return index
+        if call_id or not self.calls:
+            return len(self.calls)
+        return max(self.calls)
 
     def finish_events(self) -> list[ProviderEvent]:
         if not self.done and self.finish is None:
@@ -152,7 +164,7 @@ class ChatStreamState:
 class OpenAIChatProvider:
     id: str
     base_url: str
-    api_key: str | None
+    api_key: str | None = field(repr=False)
     policy: HttpPolicy = field(default_factory=HttpPolicy)
     extra_headers: Mapping[str, str] = field(default_factory=dict)
 

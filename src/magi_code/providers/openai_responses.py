@@ -4,7 +4,7 @@ Reasoning summaries are emitted only from `response.reasoning_summary_text.*` ev
 provider's own provenance). Never touches sockets itself (`http` does).
 """
 
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 
@@ -138,11 +138,10 @@ class ResponsesStreamState:
 class OpenAIResponsesProvider:
     id: str
     base_url: str
-    api_key: str | None
+    api_key: str | None = field(repr=False)
     policy: HttpPolicy = field(default_factory=HttpPolicy)
     extra_headers: Mapping[str, str] = field(default_factory=dict)
     path: str = "/responses"
-    shape: Callable[[dict[str, object]], dict[str, object]] | None = None
 
     def headers(self) -> dict[str, str]:
         headers = {"accept": "text/event-stream", **self.extra_headers}
@@ -152,8 +151,6 @@ class OpenAIResponsesProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         body = request_body(request)
-        if self.shape is not None:
-            body = self.shape(body)
         async for event in stream_responses(
             self.base_url.rstrip("/") + self.path, self.headers(), body, self.policy
         ):

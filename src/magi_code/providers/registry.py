@@ -9,6 +9,7 @@ import importlib
 import time
 from collections.abc import Mapping
 from typing import cast
+from urllib.parse import urlsplit
 
 from magi_code.config.credentials import CredentialsError, CredentialStore
 from magi_code.providers.base import Provider
@@ -40,6 +41,13 @@ def base_url(conf: Mapping[str, object], wire: str) -> str:
     value = conf.get("base_url", DEFAULT_BASE_URLS.get(wire, ""))
     if not isinstance(value, str) or not value.startswith(("http://", "https://")):
         raise ConfigurationInvalid("base_url must be an http(s) URL")
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises on a port that is not a number in range
+    except ValueError:
+        raise ConfigurationInvalid("base_url is not a valid URL") from None
+    if not parts.hostname or any(c in value for c in " \t\r\n\x00"):
+        raise ConfigurationInvalid("base_url is not a valid URL")
     return value
 
 

@@ -4,8 +4,9 @@ Rules, in the order they apply to each chunk:
 - CR, LF and CRLF end lines; a CR ending one chunk and an LF starting the next are one CRLF.
   Line ends are normalised to LF on bytes (0x0D/0x0A never occur inside a UTF-8 sequence).
 - A UTF-8 BOM at the very start of the stream is dropped, even when split across chunks.
-- Events are found as blocks ending in a blank line; each block is decoded from UTF-8 once, so
-  a code point split across chunks is whole again. Malformed UTF-8 raises `SSEError`.
+- Bytes up to the last blank line are complete events: they are decoded from UTF-8 once, as
+  a whole, so a code point split across chunks is whole again. Malformed UTF-8 raises
+  `SSEError`; bytes of an incomplete event wait in the buffer and are scanned only once.
 - Field semantics follow openai-python's `SSEDecoder` (the provider client): a blank line
   dispatches when event, data, id or retry is set; the last id persists across events.
 - At end of stream an unterminated final event is not delivered, as openai-python does.
@@ -80,34 +81,37 @@ class SSEDecoder:
         """Dispatch the events of `text`: whole lines at a line start, ending in a blank line.
 
         Splitting on "\n\n" gives parts that each end in one blank line; the last part is
-        "" or one more blank line. A part starting with LF or empty holds extra blank lines.
+        "" or one more blank line. A part holds no "\n\n", so at most one LF leads it.
         """
         parts = text.split("\n\n")
         tail = parts.pop()
         new = tuple.__new__
+        append = out.append
+        last_id = self._last_id
         for part in parts:
-            if part and part[0] != "\n":
-                # The two common shapes, fast: "data: D" and "event: E\ndata: D".
-                if part[:6] == "data: " and "\n" not in part:
-                    out.append(new(SSEEvent, (None, part[6:], self._last_id, None)))
+            # The two common shapes, fast: "data: D" and "event: E\ndata: D".
+            if part.startswith("data: "):
+                if "\n" not in part:
+                    append(new(SSEEvent, (None, part[6:], last_id, None)))
                     continue
-                if part[:7] == "event: ":
-                    nl = part.find("\n")
-                    if part[nl + 1 : nl + 7] == "data: " and part.find("\n", nl + 1) < 0 < nl:
-                        pair = (part[7:nl] or None, part[nl + 7 :], self._last_id, None)
-                        out.append(new(SSEEvent, pair))
-                        continue
+            elif part.startswith("event: "):
+                nl = part.find("\n")
+                if nl > 0 and part.startswith("data: ", nl + 1) and part.find("\n", nl + 1) < 0:
+                    append(new(SSEEvent, (part[7:nl] or None, part[nl + 7 :], last_id, None)))
+                    continue
+            if part and part[0] != "\n":
                 event = self._parse(part)
                 if event is not None:
-                    out.append(event)
+                    append(event)
             else:  # "" is two blank lines; "\nX" is a blank line, then block X
                 self._blank_lines(1, out)
                 if part:
                     event = self._parse(part[1:])
                     if event is not None:
-                        out.append(event)
+                        append(event)
                 else:
                     self._blank_lines(1, out)
+            last_id = self._last_id
         if tail:
             self._blank_lines(1, out)
 
@@ -129,11 +133,6 @@ class SSEDecoder:
         self._buf.clear()
         self._scan = 0
         return []
-
-    @property
-    def has_partial_event(self) -> bool:
-        """Whether bytes of an unterminated event are pending (a stream cut mid-event)."""
-        return bool(self._buf.strip(b"\n"))
 
     def _normalise(self, chunk: bytes) -> bytes:
         if self._skip_lf:
