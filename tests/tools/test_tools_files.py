@@ -5,6 +5,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.from_thread
+import anyio.to_thread
 import pytest
 
 from magi_code.limits import SUMMARY_BYTES
@@ -19,6 +22,7 @@ from magi_code.tools.limits import (
     READ_MAX_LINES,
     TEXT_BYTES,
 )
+from magi_code.tools.walk import Walk
 
 pytestmark = pytest.mark.anyio
 
@@ -307,3 +311,39 @@ def test_every_builtin_has_a_schema() -> None:
 def test_outcome_bounds_its_own_summary() -> None:
     out = ToolOutcome(ok=True, output="x", summary="p" * 5000 + os.linesep)
     assert len(out.summary.encode()) <= SUMMARY_BYTES
+
+
+# ---- things that would block a worker thread ----------------------------------------------
+
+
+async def test_fifos_and_devices_are_refused_without_blocking(ctx: ToolContext, ws: Path) -> None:
+    os.mkfifo(ws / "pipe")
+    with anyio.fail_after(5):
+        reading = await call("read_file", ctx, path="pipe")
+        writing = await call("write_file", ctx, path="pipe", content="x")
+        editing = await call("edit_file", ctx, path="pipe", old="a", new="b")
+        device = await call("read_file", ctx, path="/dev/zero")
+        grep_one = await call("grep", ctx, pattern="x", path="pipe")
+        grep_all = await call("grep", ctx, pattern="x")
+    for out in (reading, editing, device):
+        assert not out.ok and "not_a_regular_file" in out.output
+    assert grep_one.output == "(no matches)\n[1 binary, oversized or unreadable files skipped]"
+    assert not writing.ok  # no reader: ENXIO, or refused after open
+    assert grep_all.output == "(no matches)"
+
+
+async def test_a_cancelled_walk_stops_in_its_thread(ws: Path) -> None:
+    for i in range(50):
+        (ws / f"d{i}").mkdir()
+        for j in range(20):
+            (ws / f"d{i}" / f"f{j}").write_text("")
+    walk = Walk(ws)
+
+    def work() -> int:
+        anyio.from_thread.run_sync(scope.cancel)  # the host is cancelled while we walk
+        return sum(1 for _ in walk.entries())
+
+    with anyio.CancelScope() as scope:
+        await anyio.to_thread.run_sync(work)
+    assert scope.cancelled_caught
+    assert 0 < walk.visited < 1050  # it stopped early, at a cancellation check

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -44,8 +45,7 @@ def live_members(group: int) -> list[int]:
     return found
 
 
-async def wait_for(predicate: "object", seconds: float = 5.0) -> None:
-    assert callable(predicate)
+async def wait_for(predicate: Callable[[], bool], seconds: float = 5.0) -> None:
     with anyio.fail_after(seconds):
         while not predicate():
             await anyio.sleep(0.01)

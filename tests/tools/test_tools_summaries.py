@@ -161,9 +161,7 @@ def test_any_text_becomes_one_bounded_valid_line(text: str) -> None:
     assert safe_summary(out) == out  # idempotent
 
 
-@given(
-    st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=300), st.integers(0, 3)
-)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=300), st.integers(0, 3))
 def test_a_key_anywhere_is_never_shown(noise: str, which: int) -> None:
     key = ["sk-" + "Q" * 32, "ghp_" + "Q" * 36, "AKIA" + "Q" * 16, "xoxb-" + "Q" * 20][which]
     out = safe_summary(f"{noise} {key} {noise}")

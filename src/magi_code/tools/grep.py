@@ -19,7 +19,7 @@ from magi_code.tools.base import Access, ToolContext, ToolInputError, ToolOutcom
 from magi_code.tools.files import failed
 from magi_code.tools.globs import GlobError, compile_glob
 from magi_code.tools.limits import GREP_FILE_BYTES, GREP_MATCHES, TEXT_BYTES
-from magi_code.tools.paths import display, os_error_code, resolve
+from magi_code.tools.paths import display, open_regular, os_error_code, resolve
 from magi_code.tools.summaries import safe_summary
 from magi_code.tools.text import Lines, cut_line, decode_line, is_binary, read_line
 from magi_code.tools.walk import Walk
@@ -142,7 +142,7 @@ def _scan(path: Path, shown: str, regex: re.Pattern[str], found: _Found) -> None
         if path.stat().st_size > GREP_FILE_BYTES:
             found.skipped += 1
             return
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             if is_binary(handle):
                 found.skipped += 1
                 return
