@@ -68,6 +68,12 @@ async def test_exit_status_and_combined_output(ctx: ToolContext) -> None:
     assert good.ok and good.output == f"{ctx.workspace}\n[exit code 0]"
 
 
+async def test_a_missing_workspace_is_an_outcome(ctx: ToolContext, tmp_path: Path) -> None:
+    gone = ToolContext(tmp_path / "missing", ctx.env)
+    out = await run(gone, "echo hi")
+    assert not out.ok and out.output == "error: could not start /bin/sh"
+
+
 async def test_env_comes_from_the_context(ctx: ToolContext) -> None:
     out = await run(ctx, 'echo "$HOME"')
     assert out.output.split("\n")[0] == ctx.env["HOME"]

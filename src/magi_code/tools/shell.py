@@ -115,18 +115,19 @@ class Shell:
     async def run(self, args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
         capture = Capture(self.output_bytes)
         try:
-            process = await anyio.open_process(
-                [SHELL, "-c", args.command],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                cwd=ctx.workspace,
-                env=dict(ctx.env),
-                start_new_session=True,
-            )
+            # Shielded: a cancellation landing inside the spawn would orphan a started child.
+            with anyio.CancelScope(shield=True):
+                process = await anyio.open_process(
+                    [SHELL, "-c", args.command],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    cwd=ctx.workspace,
+                    env=dict(ctx.env),
+                    start_new_session=True,
+                )
         except OSError:
             return ToolOutcome(False, "error: could not start /bin/sh", "run: failed to start")
-        exit_code: int | None = None
         try:
             with anyio.move_on_after(args.timeout_s) as deadline:
                 await _collect(process, capture)
