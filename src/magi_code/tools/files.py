@@ -9,10 +9,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import anyio.from_thread
 
 from magi_code.tools import args as A
 from magi_code.tools.base import Access, ToolContext, ToolOutcome
-from magi_code.tools.limits import EDIT_FILE_BYTES, READ_DEFAULT_LINES, READ_MAX_LINES, TEXT_BYTES
+from magi_code.tools.limits import (
+    CANCEL_CHECK_LINES,
+    EDIT_FILE_BYTES,
+    READ_DEFAULT_LINES,
+    READ_MAX_LINES,
+    TEXT_BYTES,
+)
 from magi_code.tools.paths import display, open_regular, os_error_code, resolve
 from magi_code.tools.summaries import safe_summary
 from magi_code.tools.text import Lines, cut_line, decode_line, is_binary, read_line
@@ -82,6 +89,8 @@ def _read(path: Path, shown: str, args: ReadArgs) -> ToolOutcome:
             return failed("not_text", f"{shown} looks binary", f"read {shown}")
         while (raw := read_line(handle)) is not None:
             number += 1
+            if number % CANCEL_CHECK_LINES == 0:
+                anyio.from_thread.check_cancelled()  # a far offset can mean a long skip
             if number < args.offset:
                 continue
             if len(out.lines) >= args.limit or not out.add(

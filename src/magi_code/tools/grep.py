@@ -18,7 +18,7 @@ from magi_code.tools import args as A
 from magi_code.tools.base import Access, ToolContext, ToolInputError, ToolOutcome
 from magi_code.tools.files import failed
 from magi_code.tools.globs import GlobError, compile_glob
-from magi_code.tools.limits import GREP_FILE_BYTES, GREP_MATCHES, TEXT_BYTES
+from magi_code.tools.limits import CANCEL_CHECK_LINES, GREP_FILE_BYTES, GREP_MATCHES, TEXT_BYTES
 from magi_code.tools.paths import display, open_regular, os_error_code, resolve
 from magi_code.tools.summaries import safe_summary
 from magi_code.tools.text import Lines, cut_line, decode_line, is_binary, read_line
@@ -150,6 +150,8 @@ def _scan(path: Path, shown: str, regex: re.Pattern[str], found: _Found) -> None
             number = 0
             while not found.done and (raw := read_line(handle)) is not None:
                 number += 1
+                if number % CANCEL_CHECK_LINES == 0:
+                    anyio.from_thread.check_cancelled()
                 line = decode_line(raw)
                 if regex.search(line):
                     found.matches += 1

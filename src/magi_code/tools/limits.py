@@ -10,7 +10,9 @@ ARGUMENTS_BYTES = 4 * 1024 * 1024
 TEXT_BYTES = 64 * 1024  # read_file, list_dir, glob and grep output
 OUTPUT_BYTES = 96 * 1024  # backstop on any tool's output, notes included
 LINE_CHARS = 2000  # one displayed line (read_file, grep) before it is cut
-LINE_READ_BYTES = 16 * 1024  # of one line read from a file; the rest is skipped unread
+LINE_READ_BYTES = 16 * 1024  # of one line kept when reading a file; the rest is read past
+
+CANCEL_CHECK_LINES = 4096  # a worker thread reading lines checks for cancellation this often
 
 # read_file
 READ_DEFAULT_LINES = 2000
