@@ -247,7 +247,7 @@ def test_rule_without_tool_applies_to_every_tool() -> None:
     ],
 )
 def test_glob_semantics(pattern: str, path: str, matches: bool) -> None:
-    assert (compile_glob(pattern).fullmatch(path) is not None) is matches
+    assert compile_glob(pattern).matches(path) is matches
 
 
 @pytest.mark.parametrize("pattern", ["", "../x", "a/../../b", "a\x00b"])

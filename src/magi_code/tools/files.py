@@ -1,8 +1,9 @@
 """read_file, write_file and edit_file: one file each call, blocking I/O in a worker thread.
 
-Threads are not abandoned on cancellation (a write is never left half-done behind the
-runner's back); each operation is bounded, so the wait is short. Failures become outcomes
-with a stable error word, never an exception's text.
+A read's thread is abandoned on cancellation (it changes nothing, and stops at its next
+cancellation check); a write's thread is waited for, so a write is never left half-done behind
+the runner's back, and it is bounded, so the wait is short. Failures become outcomes with a
+stable error word, never an exception's text.
 """
 
 from dataclasses import dataclass
@@ -76,7 +77,7 @@ class ReadFile:
         path = resolve(ctx, args.path)
         shown = display(ctx, path)
         try:
-            return await anyio.to_thread.run_sync(_read, path, shown, args)
+            return await anyio.to_thread.run_sync(_read, path, shown, args, abandon_on_cancel=True)
         except OSError as e:
             return failed(os_error_code(e), shown, f"read {shown}")
 

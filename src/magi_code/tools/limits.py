@@ -26,6 +26,9 @@ GLOB_RESULTS = 1000
 GREP_MATCHES = 200
 GREP_FILE_BYTES = 16 * 1024 * 1024  # larger files are skipped
 WALK_ENTRIES = 200_000  # directory entries one glob/grep may visit
+GREP_TIMEOUT_S = 60.0  # the search child is killed after this
+GREP_KILL_GRACE_S = 1.0
+GREP_REPLY_BYTES = 4 * TEXT_BYTES  # the child's JSON reply (escaping can grow the text)
 
 # shell
 SHELL_TIMEOUT_S = 120.0

@@ -67,9 +67,14 @@ def clip_utf8(text: str, limit: int) -> str:
     return keep.decode("utf-8", "ignore") + ELLIPSIS
 
 
+def scrub_surrogates(text: str) -> str:
+    """Lone surrogates (undecodable file names arrive as them) become U+FFFD."""
+    return _SURROGATES.sub("\ufffd", text)
+
+
 def one_line(text: str) -> str:
     """Lone surrogates become U+FFFD, whitespace runs one space, other controls vanish."""
-    text = _SURROGATES.sub("\ufffd", text)
+    text = scrub_surrogates(text)
     text = _CONTROLS.sub("", _SPACES.sub(" ", text))
     return _SPACES.sub(" ", text).strip()
 
