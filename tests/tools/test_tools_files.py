@@ -389,3 +389,17 @@ async def test_a_cancelled_walk_stops_in_its_thread(ws: Path) -> None:
         await anyio.to_thread.run_sync(work)
     assert scope.cancelled_caught
     assert 0 < walk.visited < 1050  # it stopped early, at a cancellation check
+
+
+async def test_undecodable_names_reach_the_model_as_valid_text(ctx: ToolContext, ws: Path) -> None:
+    raw = os.fsencode(ws) + b"/bad\xff.txt"
+    with open(raw, "wb") as handle:
+        handle.write(b"needle\n")
+    for out in (
+        await call("list_dir", ctx),
+        await call("glob", ctx, pattern="*.txt"),
+        await call("grep", ctx, pattern="needle"),
+    ):
+        assert out.ok
+        assert "bad\ufffd.txt" in out.output
+        out.output.encode("utf-8")  # strict: no lone surrogates
