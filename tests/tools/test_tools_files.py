@@ -2,9 +2,13 @@
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.from_thread
+import anyio.to_thread
 import pytest
 
 from magi_code.limits import SUMMARY_BYTES
@@ -19,6 +23,7 @@ from magi_code.tools.limits import (
     READ_MAX_LINES,
     TEXT_BYTES,
 )
+from magi_code.tools.walk import Walk
 
 pytestmark = pytest.mark.anyio
 
@@ -198,6 +203,8 @@ async def test_grep_finds_lines_and_skips_binary(ctx: ToolContext, ws: Path) -> 
     assert only_py.output.split("\n") == ["src/a.py:2:value = 1", "src/a.py:3:VALUE = 2"]
     one_file = await call("grep", ctx, pattern="os", path="src/a.py")
     assert one_file.output == "src/a.py:1:import os"
+    below = await call("grep", ctx, pattern="here", path="src")
+    assert below.output == "src/b.txt:1:value here"  # paths stay relative to the workspace
 
 
 async def test_grep_does_not_follow_symlinked_files(
@@ -307,3 +314,92 @@ def test_every_builtin_has_a_schema() -> None:
 def test_outcome_bounds_its_own_summary() -> None:
     out = ToolOutcome(ok=True, output="x", summary="p" * 5000 + os.linesep)
     assert len(out.summary.encode()) <= SUMMARY_BYTES
+
+
+# ---- things that would block a worker thread ----------------------------------------------
+
+
+async def test_fifos_and_devices_are_refused_without_blocking(ctx: ToolContext, ws: Path) -> None:
+    os.mkfifo(ws / "pipe")
+    with anyio.fail_after(5):
+        reading = await call("read_file", ctx, path="pipe")
+        writing = await call("write_file", ctx, path="pipe", content="x")
+        editing = await call("edit_file", ctx, path="pipe", old="a", new="b")
+        device = await call("read_file", ctx, path="/dev/zero")
+        grep_one = await call("grep", ctx, pattern="x", path="pipe")
+        grep_all = await call("grep", ctx, pattern="x")
+    for out in (reading, editing, device):
+        assert not out.ok and "not_a_regular_file" in out.output
+    assert grep_one.output == "(no matches)\n[1 binary, oversized or unreadable files skipped]"
+    assert not writing.ok  # no reader: ENXIO, or refused after open
+    assert grep_all.output == "(no matches)"
+
+
+async def test_cancelling_a_runaway_regex_returns_at_once(ctx: ToolContext, ws: Path) -> None:
+    """The search runs in a child process: a catastrophic pattern (hours on this line) neither
+    holds the event loop nor outlives the cancellation."""
+    (ws / "evil.txt").write_text("a" * 40 + "b\n")
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            await anyio.sleep(0.01)
+            ticks += 1
+
+    started = time.monotonic()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(tick)
+        with anyio.move_on_after(1.0) as scope:
+            await call("grep", ctx, pattern="(a+)+$", path="evil.txt")
+        tg.cancel_scope.cancel()
+    assert scope.cancelled_caught
+    assert time.monotonic() - started < 3.0
+    assert ticks > 20  # the loop kept running while the search spun
+    assert search_children() == []
+
+
+def search_children() -> list[int]:
+    """Live children of this process running the search module."""
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+            stat = Path(f"/proc/{name}/stat").read_bytes()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if b"magi_code.tools.search" in cmdline and int(fields[1]) == os.getpid():
+            found.append(int(name))
+    return found
+
+
+async def test_a_cancelled_walk_stops_in_its_thread(ws: Path) -> None:
+    for i in range(50):
+        (ws / f"d{i}").mkdir()
+        for j in range(20):
+            (ws / f"d{i}" / f"f{j}").write_text("")
+    walk = Walk(ws, anyio.from_thread.check_cancelled)
+
+    def work() -> int:
+        anyio.from_thread.run_sync(scope.cancel)  # the host is cancelled while we walk
+        return sum(1 for _ in walk.entries())
+
+    with anyio.CancelScope() as scope:
+        await anyio.to_thread.run_sync(work)
+    assert scope.cancelled_caught
+    assert 0 < walk.visited < 1050  # it stopped early, at a cancellation check
+
+
+async def test_undecodable_names_reach_the_model_as_valid_text(ctx: ToolContext, ws: Path) -> None:
+    raw = os.fsencode(ws) + b"/bad\xff.txt"
+    with open(raw, "wb") as handle:
+        handle.write(b"needle\n")
+    for out in (
+        await call("list_dir", ctx),
+        await call("glob", ctx, pattern="*.txt"),
+        await call("grep", ctx, pattern="needle"),
+    ):
+        assert out.ok
+        assert "bad\ufffd.txt" in out.output
+        out.output.encode("utf-8")  # strict: no lone surrogates

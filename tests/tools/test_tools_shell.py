@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -44,8 +45,7 @@ def live_members(group: int) -> list[int]:
     return found
 
 
-async def wait_for(predicate: "object", seconds: float = 5.0) -> None:
-    assert callable(predicate)
+async def wait_for(predicate: Callable[[], bool], seconds: float = 5.0) -> None:
     with anyio.fail_after(seconds):
         while not predicate():
             await anyio.sleep(0.01)
@@ -66,6 +66,12 @@ async def test_exit_status_and_combined_output(ctx: ToolContext) -> None:
     assert out.summary == "run: echo out; echo err >&2; exit 3 (exit code 3)"
     good = await run(ctx, "pwd")
     assert good.ok and good.output == f"{ctx.workspace}\n[exit code 0]"
+
+
+async def test_a_missing_workspace_is_an_outcome(ctx: ToolContext, tmp_path: Path) -> None:
+    gone = ToolContext(tmp_path / "missing", ctx.env)
+    out = await run(gone, "echo hi")
+    assert not out.ok and out.output == "error: could not start /bin/sh"
 
 
 async def test_env_comes_from_the_context(ctx: ToolContext) -> None:

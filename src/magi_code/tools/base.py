@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal, Protocol, TypeVar
 
 from magi_code.tools.limits import OUTPUT_BYTES
-from magi_code.tools.summaries import clip_utf8, safe_summary
+from magi_code.tools.summaries import clip_utf8, safe_summary, scrub_surrogates
 
 InputErrorCode = Literal["invalid_json", "invalid_arguments", "arguments_too_large"]
 AccessKind = Literal["read", "write", "shell"]
@@ -44,7 +44,8 @@ class ToolOutcome:
     summary: str  # safe: redacted, one line, at most SUMMARY_BYTES; no raw params or results
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "output", clip_utf8(self.output, OUTPUT_BYTES))
+        output = clip_utf8(scrub_surrogates(self.output), OUTPUT_BYTES)
+        object.__setattr__(self, "output", output)
         object.__setattr__(self, "summary", safe_summary(self.summary))
 
 

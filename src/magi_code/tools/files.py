@@ -1,19 +1,27 @@
 """read_file, write_file and edit_file: one file each call, blocking I/O in a worker thread.
 
-Threads are not abandoned on cancellation (a write is never left half-done behind the
-runner's back); each operation is bounded, so the wait is short. Failures become outcomes
-with a stable error word, never an exception's text.
+A read's thread is abandoned on cancellation (it changes nothing, and stops at its next
+cancellation check); a write's thread is waited for, so a write is never left half-done behind
+the runner's back, and it is bounded, so the wait is short. Failures become outcomes with a
+stable error word, never an exception's text.
 """
 
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import anyio.from_thread
 
 from magi_code.tools import args as A
 from magi_code.tools.base import Access, ToolContext, ToolOutcome
-from magi_code.tools.limits import EDIT_FILE_BYTES, READ_DEFAULT_LINES, READ_MAX_LINES, TEXT_BYTES
-from magi_code.tools.paths import display, os_error_code, resolve
+from magi_code.tools.limits import (
+    CANCEL_CHECK_LINES,
+    EDIT_FILE_BYTES,
+    READ_DEFAULT_LINES,
+    READ_MAX_LINES,
+    TEXT_BYTES,
+)
+from magi_code.tools.paths import display, open_regular, os_error_code, resolve
 from magi_code.tools.summaries import safe_summary
 from magi_code.tools.text import Lines, cut_line, decode_line, is_binary, read_line
 
@@ -69,7 +77,7 @@ class ReadFile:
         path = resolve(ctx, args.path)
         shown = display(ctx, path)
         try:
-            return await anyio.to_thread.run_sync(_read, path, shown, args)
+            return await anyio.to_thread.run_sync(_read, path, shown, args, abandon_on_cancel=True)
         except OSError as e:
             return failed(os_error_code(e), shown, f"read {shown}")
 
@@ -77,11 +85,13 @@ class ReadFile:
 def _read(path: Path, shown: str, args: ReadArgs) -> ToolOutcome:
     out = Lines(TEXT_BYTES)
     number = 0
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         if is_binary(handle):
             return failed("not_text", f"{shown} looks binary", f"read {shown}")
         while (raw := read_line(handle)) is not None:
             number += 1
+            if number % CANCEL_CHECK_LINES == 0:
+                anyio.from_thread.check_cancelled()  # a far offset can mean a long skip
             if number < args.offset:
                 continue
             if len(out.lines) >= args.limit or not out.add(
@@ -147,7 +157,7 @@ def _write(path: Path, data: bytes) -> bool:
     """Write in place (keeping mode, owner and hard links); report whether the file existed."""
     path.parent.mkdir(parents=True, exist_ok=True)
     existed = path.exists()
-    with path.open("wb") as handle:
+    with open_regular(path, write=True) as handle:
         handle.write(data)
     return existed
 
@@ -206,7 +216,7 @@ class EditFile:
 
 def _edit(path: Path, shown: str, args: EditArgs) -> ToolOutcome:
     summary = f"edit {shown}"
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         data = handle.read(EDIT_FILE_BYTES + 1)
     if len(data) > EDIT_FILE_BYTES:
         return failed("too_large", f"{shown} exceeds {EDIT_FILE_BYTES} bytes", summary)
@@ -226,7 +236,7 @@ def _edit(path: Path, shown: str, args: EditArgs) -> ToolOutcome:
         new_data = text.replace(args.old, args.new).encode("utf-8")
     except UnicodeEncodeError:
         return failed("not_text", "`new` is not valid Unicode", summary)
-    with path.open("wb") as handle:
+    with open_regular(path, write=True) as handle:
         handle.write(new_data)
     plural = "" if count == 1 else "s"
     return ToolOutcome(

@@ -1,28 +1,36 @@
 """grep: a Python regex over the text files under one path, as `path:line:text` lines.
 
-Bounded everywhere: GREP_MATCHES matches, TEXT_BYTES of output, LINE_READ_BYTES of each line
-seen by the regex (a pathological pattern meets a bounded subject), GREP_FILE_BYTES per file,
-WALK_ENTRIES entries. Binary files (NUL in the head) and symlinked files met during a walk are
-skipped: the walk must not read outside the path it declared. The worker thread checks
-cancellation between files.
+The search runs in a child process (`magi_code.tools.search`, which says why) in its own
+session, bounded by GREP_TIMEOUT_S; on timeout or cancellation its group is killed. Results are
+bounded there (GREP_MATCHES, TEXT_BYTES, LINE_READ_BYTES per line, GREP_FILE_BYTES per file,
+WALK_ENTRIES) and the reply read here is capped at GREP_REPLY_BYTES.
 """
 
+import json
+import os
 import re
-from dataclasses import dataclass, field
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import anyio
-import anyio.from_thread
 
+import magi_code
 from magi_code.tools import args as A
 from magi_code.tools.base import Access, ToolContext, ToolInputError, ToolOutcome
 from magi_code.tools.files import failed
 from magi_code.tools.globs import GlobError, compile_glob
-from magi_code.tools.limits import GREP_FILE_BYTES, GREP_MATCHES, TEXT_BYTES
-from magi_code.tools.paths import display, os_error_code, resolve
+from magi_code.tools.limits import (
+    GREP_KILL_GRACE_S,
+    GREP_MATCHES,
+    GREP_REPLY_BYTES,
+    GREP_TIMEOUT_S,
+)
+from magi_code.tools.paths import display, resolve
+from magi_code.tools.processes import kill_group
+from magi_code.tools.search import Request, Result
 from magi_code.tools.summaries import safe_summary
-from magi_code.tools.text import Lines, cut_line, decode_line, is_binary, read_line
-from magi_code.tools.walk import Walk
 
 
 @dataclass(frozen=True)
@@ -31,19 +39,6 @@ class GrepArgs:
     path: str
     include: str | None  # glob on names (no '/') or on paths relative to `path`
     ignore_case: bool
-
-
-@dataclass
-class _Found:
-    out: Lines = field(default_factory=lambda: Lines(TEXT_BYTES))
-    matches: int = 0  # one past GREP_MATCHES means "and there are more"
-    files: int = 0
-    skipped: int = 0  # binary, oversized or unreadable files
-    walk: Walk | None = None
-
-    @property
-    def done(self) -> bool:
-        return self.matches > GREP_MATCHES or self.out.full
 
 
 class Grep:
@@ -94,66 +89,68 @@ class Grep:
         shown = display(ctx, root)
         summary = f"grep in {shown}"
         try:
-            regex = re.compile(args.pattern, re.IGNORECASE if args.ignore_case else 0)
+            re.compile(args.pattern, re.IGNORECASE if args.ignore_case else 0)
         except (re.error, RecursionError, OverflowError):
             return failed("bad_pattern", "the regular expression does not compile", summary)
-        try:
-            found = await anyio.to_thread.run_sync(_search, root, shown, regex, args.include)
-        except OSError as e:
-            return failed(os_error_code(e), shown, summary)
-        count = min(found.matches, GREP_MATCHES)
-        return ToolOutcome(ok=True, output=_render(found), summary=f"{summary} ({count})")
+        request = Request(str(root), shown, args.pattern, args.ignore_case, args.include)
+        reply = await _run_search(request)
+        if reply is None:
+            why = f"no result within {GREP_TIMEOUT_S:g} s (or the search failed); narrow it"
+            return failed("search_failed", why, summary)
+        if reply.error is not None:
+            return failed(reply.error, shown, summary)
+        count = min(reply.matches, GREP_MATCHES)
+        return ToolOutcome(ok=True, output=_render(reply), summary=f"{summary} ({count})")
 
 
-def _render(found: _Found) -> str:
-    text = found.out.render("matches") if found.out.lines else "(no matches)"
+async def _run_search(request: Request) -> Result | None:
+    """The child's result, or None when it timed out, failed or answered out of bounds."""
+    env = dict(os.environ)
+    package_root = str(Path(magi_code.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    try:
+        with anyio.CancelScope(shield=True):  # a cancellation inside the spawn would orphan it
+            process = await anyio.open_process(
+                [sys.executable, "-m", "magi_code.tools.search"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+            )
+    except OSError:
+        return None
+    reply = bytearray()
+    try:
+        with anyio.move_on_after(GREP_TIMEOUT_S):
+            assert process.stdin is not None and process.stdout is not None
+            await process.stdin.send(json.dumps(asdict(request)).encode())
+            await process.stdin.aclose()
+            async for chunk in process.stdout:
+                reply += chunk
+                if len(reply) > GREP_REPLY_BYTES:
+                    return None
+            await process.wait()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await kill_group(process, GREP_KILL_GRACE_S)
+            await process.aclose()
+    if process.returncode != 0:
+        return None
+    try:
+        return Result(**json.loads(reply))
+    except (ValueError, TypeError):
+        return None
+
+
+def _render(found: Result) -> str:
+    text = "\n".join(found.lines) if found.lines else "(no matches)"
+    if found.dropped:
+        text += f"\n[... {found.dropped} more matches not shown: output limit reached]"
     if found.matches > GREP_MATCHES:
         text += f"\n[stopped after {GREP_MATCHES} matches]"
-    if found.walk is not None and found.walk.truncated:
-        text += f"\n[search stopped after {found.walk.visited} entries]"
+    if found.truncated:
+        text += f"\n[search stopped after {found.visited} entries]"
     if found.skipped:
         text += f"\n[{found.skipped} binary, oversized or unreadable files skipped]"
     return text
-
-
-def _search(root: Path, shown: str, regex: re.Pattern[str], include: str | None) -> _Found:
-    found = _Found()
-    if not root.is_dir():
-        root.stat()  # a missing path fails here with its OSError
-        _scan(root, shown, regex, found)
-        return found
-    wanted = compile_glob(include) if include else None
-    on_names = include is not None and "/" not in include
-    found.walk = Walk(root)
-    for rel, entry in found.walk.entries():
-        if found.done:
-            break
-        if not entry.is_file(follow_symlinks=False):
-            continue
-        if wanted and not wanted.fullmatch(entry.name if on_names else rel):
-            continue
-        anyio.from_thread.check_cancelled()
-        _scan(Path(entry.path), rel, regex, found)
-    return found
-
-
-def _scan(path: Path, shown: str, regex: re.Pattern[str], found: _Found) -> None:
-    try:
-        if path.stat().st_size > GREP_FILE_BYTES:
-            found.skipped += 1
-            return
-        with path.open("rb") as handle:
-            if is_binary(handle):
-                found.skipped += 1
-                return
-            found.files += 1
-            number = 0
-            while not found.done and (raw := read_line(handle)) is not None:
-                number += 1
-                line = decode_line(raw)
-                if regex.search(line):
-                    found.matches += 1
-                    if found.matches <= GREP_MATCHES:
-                        found.out.add(f"{shown}:{number}:{cut_line(line)}")
-    except OSError:
-        found.skipped += 1

@@ -10,7 +10,9 @@ ARGUMENTS_BYTES = 4 * 1024 * 1024
 TEXT_BYTES = 64 * 1024  # read_file, list_dir, glob and grep output
 OUTPUT_BYTES = 96 * 1024  # backstop on any tool's output, notes included
 LINE_CHARS = 2000  # one displayed line (read_file, grep) before it is cut
-LINE_READ_BYTES = 16 * 1024  # of one line read from a file; the rest is skipped unread
+LINE_READ_BYTES = 16 * 1024  # of one line kept when reading a file; the rest is read past
+
+CANCEL_CHECK_LINES = 4096  # a worker thread reading lines checks for cancellation this often
 
 # read_file
 READ_DEFAULT_LINES = 2000
@@ -24,6 +26,9 @@ GLOB_RESULTS = 1000
 GREP_MATCHES = 200
 GREP_FILE_BYTES = 16 * 1024 * 1024  # larger files are skipped
 WALK_ENTRIES = 200_000  # directory entries one glob/grep may visit
+GREP_TIMEOUT_S = 60.0  # the search child is killed after this
+GREP_KILL_GRACE_S = 1.0
+GREP_REPLY_BYTES = 4 * TEXT_BYTES  # the child's JSON reply (escaping can grow the text)
 
 # shell
 SHELL_TIMEOUT_S = 120.0

@@ -2,7 +2,8 @@
 
 Directories are shown with a trailing `/`, symlinks with a trailing `@`. glob patterns are
 relative to the workspace and may not climb out of it (`..` or absolute patterns are refused
-at parse time), so the workspace read they declare is the whole of what they touch.
+at parse time), so the workspace read they declare is the whole of what they touch. Both only
+read, so their threads are abandoned on cancellation.
 """
 
 import os
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import anyio.from_thread
 
 from magi_code.tools import args as A
 from magi_code.tools.base import Access, ToolContext, ToolInputError, ToolOutcome
@@ -58,7 +60,7 @@ class ListDir:
         path = resolve(ctx, args.path)
         shown = display(ctx, path)
         try:
-            names = await anyio.to_thread.run_sync(_list, path)
+            names = await anyio.to_thread.run_sync(_list, path, abandon_on_cancel=True)
         except OSError as e:
             return failed(os_error_code(e), shown, f"list {shown}")
         out = Lines(TEXT_BYTES)
@@ -114,7 +116,9 @@ class Glob:
         return safe_summary(f"glob {args.pattern}")
 
     async def run(self, args: GlobArgs, ctx: ToolContext) -> ToolOutcome:
-        matches, walk = await anyio.to_thread.run_sync(_glob, ctx.workspace, args.pattern)
+        matches, walk = await anyio.to_thread.run_sync(
+            _glob, ctx.workspace, args.pattern, abandon_on_cancel=True
+        )
         out = Lines(TEXT_BYTES)
         for rel in sorted(matches)[:GLOB_RESULTS]:
             out.add(rel)
@@ -129,11 +133,11 @@ class Glob:
 
 def _glob(root: Path, pattern: str) -> tuple[list[str], Walk]:
     """Matches (one over GLOB_RESULTS signals a cut) and the walk that found them."""
-    regex = compile_glob(pattern)
-    walk = Walk(root)
+    glob = compile_glob(pattern)
+    walk = Walk(root, anyio.from_thread.check_cancelled)
     found: list[str] = []
     for rel, entry in walk.entries():
-        if regex.fullmatch(rel):
+        if glob.matches(rel):
             found.append(rel + _mark(entry))
             if len(found) > GLOB_RESULTS:
                 break

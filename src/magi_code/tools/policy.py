@@ -18,7 +18,6 @@ Rules:
 """
 
 import fnmatch
-import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Literal
 
 from magi_code.tools.base import Access
-from magi_code.tools.globs import GlobError, compile_glob
+from magi_code.tools.globs import Glob, GlobError, compile_glob
 from magi_code.tools.paths import inside
 
 Decision = Literal["allow", "ask", "deny"]
@@ -49,7 +48,7 @@ class Rule:
     tool: str  # a tool name or "*"
     decision: Decision
     command: str | None = None  # fnmatch pattern on the whole command
-    path: str | None = None  # glob, relative to the workspace or absolute
+    path: Glob | None = None  # relative to the workspace, or absolute
 
     def matches(self, tool: str, access: Access, path: Path | None, workspace: Path) -> bool:
         if self.tool not in ("*", tool):
@@ -113,17 +112,13 @@ def strictest(decisions: Iterable[Decision]) -> Decision:
     return max(decisions, key=DECISIONS.index)
 
 
-_compiled = functools.lru_cache(maxsize=256)(compile_glob)
-
-
-def _path_matches(pattern: str, path: Path, workspace: Path) -> bool:
-    regex = _compiled(pattern)
-    if pattern.startswith("/"):
-        return regex.fullmatch(path.as_posix()) is not None
+def _path_matches(glob: Glob, path: Path, workspace: Path) -> bool:
+    if glob.absolute:
+        return glob.matches(path.as_posix())
     if not inside(path, workspace):
         return False
     rel = path.relative_to(workspace).as_posix()
-    return regex.fullmatch("" if rel == "." else rel) is not None
+    return glob.matches("" if rel == "." else rel)
 
 
 def _decision(value: object) -> Decision:
@@ -142,11 +137,12 @@ def _rule(raw: object) -> Rule:
         raise PolicyError
     if command is not None and (not isinstance(command, str) or not command):
         raise PolicyError
+    glob = None
     if path is not None:
         if not isinstance(path, str):
             raise PolicyError
         try:
-            compile_glob(path)
+            glob = compile_glob(path)
         except GlobError:
             raise PolicyError from None
-    return Rule(tool, _decision(raw["decision"]), command, path)
+    return Rule(tool, _decision(raw["decision"]), command, glob)

@@ -13,8 +13,6 @@ Rules:
 """
 
 import codecs
-import os
-import signal
 import subprocess
 from dataclasses import dataclass
 
@@ -30,10 +28,10 @@ from magi_code.tools.limits import (
     SHELL_OUTPUT_BYTES,
     SHELL_TIMEOUT_S,
 )
+from magi_code.tools.processes import kill_group
 from magi_code.tools.summaries import safe_summary
 
 SHELL = "/bin/sh"
-_GROUP_POLL_S = 0.02
 
 
 @dataclass(frozen=True)
@@ -115,25 +113,26 @@ class Shell:
     async def run(self, args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
         capture = Capture(self.output_bytes)
         try:
-            process = await anyio.open_process(
-                [SHELL, "-c", args.command],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                cwd=ctx.workspace,
-                env=dict(ctx.env),
-                start_new_session=True,
-            )
+            # Shielded: a cancellation landing inside the spawn would orphan a started child.
+            with anyio.CancelScope(shield=True):
+                process = await anyio.open_process(
+                    [SHELL, "-c", args.command],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    cwd=ctx.workspace,
+                    env=dict(ctx.env),
+                    start_new_session=True,
+                )
         except OSError:
             return ToolOutcome(False, "error: could not start /bin/sh", "run: failed to start")
-        exit_code: int | None = None
         try:
             with anyio.move_on_after(args.timeout_s) as deadline:
                 await _collect(process, capture)
         finally:
             exit_code = process.returncode  # None: still running, about to be killed
             with anyio.CancelScope(shield=True):
-                await kill_group(process)
+                await kill_group(process, SHELL_KILL_GRACE_S)
                 await process.aclose()
         timed_out = deadline.cancelled_caught and exit_code is None
         return _outcome(args, process.returncode, capture, timed_out)
@@ -154,56 +153,6 @@ async def _collect(process: anyio.abc.Process, capture: Capture) -> None:
         await process.wait()
         drain_until = anyio.current_time() + SHELL_DRAIN_S
         tg.cancel_scope.deadline = min(tg.cancel_scope.deadline, drain_until)
-
-
-async def kill_group(process: anyio.abc.Process) -> None:
-    """SIGTERM the child's group, wait up to SHELL_KILL_GRACE_S for it to empty, SIGKILL."""
-    group = process.pid  # a session leader's pgid is its pid
-    if not _signal_group(group, signal.SIGTERM):
-        return
-    with anyio.move_on_after(SHELL_KILL_GRACE_S):
-        await process.wait()
-        while _group_alive(group):
-            await anyio.sleep(_GROUP_POLL_S)
-        return
-    _signal_group(group, signal.SIGKILL)
-
-
-def _group_alive(group: int) -> bool:
-    """Whether a non-zombie process remains in the group.
-
-    Orphans are reaped by init, which may be slow (some container inits reap every second),
-    and a zombie still answers `killpg(group, 0)`; on Linux, /proc tells them apart.
-    """
-    if not _signal_group(group, 0):
-        return False
-    try:
-        pids = [name for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:
-        return True
-    return any(_live_member(pid, group) for pid in pids)
-
-
-def _live_member(pid: str, group: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except OSError:
-        return False
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    return len(fields) > 2 and int(fields[2]) == group and fields[0] not in (b"Z", b"X")
-
-
-def _signal_group(group: int, signum: int) -> bool:
-    """Send `signum` to the group; False once no process is left in it."""
-    try:
-        os.killpg(group, signum)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        # A member we may not signal (it changed credentials): nothing more we can do.
-        return False
-    return True
 
 
 def _outcome(args: ShellArgs, code: int | None, capture: Capture, timed_out: bool) -> ToolOutcome:

@@ -1,6 +1,7 @@
-"""Bounded text for the model: line-by-line output under a byte budget, binary sniffing.
+"""Bounded text for the model: line-by-line output under a byte budget, bounded line reads,
+binary sniffing on open handles.
 
-Pure helpers. A budget is never exceeded silently: what did not fit is counted and noted.
+A budget is never exceeded silently: what did not fit is counted and noted.
 """
 
 from typing import BinaryIO

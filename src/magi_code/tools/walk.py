@@ -1,16 +1,15 @@
-"""Bounded tree walks for glob and grep, run inside an anyio worker thread.
+"""Bounded tree walks for glob (in an anyio worker thread) and grep (in a child process).
 
 The walk never follows symlinked directories, skips `.git`, visits at most WALK_ENTRIES
-entries, and checks the host task's cancellation every few entries
-(`anyio.from_thread.check_cancelled`), so a cancelled search stops instead of being abandoned.
+entries, and calls its `check` every few entries: in a worker thread that is
+`anyio.from_thread.check_cancelled`, so a cancelled walk stops, even one whose thread the host
+has already abandoned.
 """
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-import anyio.from_thread
 
 from magi_code.tools.limits import WALK_ENTRIES
 
@@ -18,9 +17,14 @@ SKIPPED_DIRS = frozenset({".git"})
 _CHECK_EVERY = 64
 
 
+def _no_check() -> None:
+    pass
+
+
 @dataclass
 class Walk:
     root: Path
+    check: Callable[[], None] = _no_check  # raises to stop the walk
     visited: int = 0
     truncated: bool = False  # an entry was left unvisited because of WALK_ENTRIES
 
@@ -41,7 +45,7 @@ class Walk:
                     return
                 self.visited += 1
                 if self.visited % _CHECK_EVERY == 0:
-                    anyio.from_thread.check_cancelled()
+                    self.check()
                 rel = prefix + entry.name
                 yield rel, entry
                 if entry.is_dir(follow_symlinks=False) and entry.name not in SKIPPED_DIRS:
