@@ -18,5 +18,7 @@ def test_melchior_imports_nothing_of_magi_code() -> None:
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 names = [node.module]
-            offenders += [f"{path.name}:{node.lineno}" for n in names if n.split(".")[0] == "magi_code"]
+            offenders += [
+                f"{path.name}:{node.lineno}" for n in names if n.split(".")[0] == "magi_code"
+            ]
     assert offenders == []

@@ -150,3 +150,15 @@ def test_agrees_with_openai_python_on_fixtures(name: str) -> None:
     stream = ALL[name]
     for i in range(len(stream) + 1):
         assert decode([stream[:i], stream[i:]]) == openai_decode([stream[:i], stream[i:]])
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        [b"id: abc\n\n\n\n", b"\n"],
+        [b"event: 00\xf0\x90\x80\x80\n\nid: \xc2\x80\xc2\x80\xc2\x80\n\n\n\n", b"\n"],
+        [b"id: a\n\n", b"\n", b"\n", b"data: x\n", b"\n"],
+    ],
+)
+def test_blank_lines_alone_in_a_chunk_dispatch(chunks: list[bytes]) -> None:
+    assert decode(chunks) == openai_decode(chunks)

@@ -71,6 +71,11 @@ class SSEDecoder:
                 raise SSEError("malformed_utf8") from None
             del buf[:done]
             self._events(text, events)
+        # buf starts at a line start with no field pending: leading LFs are whole blank lines.
+        if buf[:1] == b"\n":
+            blank = len(buf) - len(buf.lstrip(b"\n"))
+            del buf[:blank]
+            self._blank_lines(blank, events)
         pending = len(buf)
         if pending - (pending > 0 and buf[-1] == _LF) > self._max:
             raise SSEError("event_too_large")
