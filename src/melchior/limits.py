@@ -49,3 +49,6 @@ SUN_PATH_MAX = 107 if sys.platform.startswith("linux") else 103
 
 # The secret minted by `fork`: bytes of randomness before encoding.
 TOKEN_BYTES = 32
+
+# `melchior models`: how long the harness CLI may take to list its catalog.
+HARNESS_TIMEOUT_S = 120.0

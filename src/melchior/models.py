@@ -11,24 +11,24 @@ import shutil
 import subprocess
 import sys
 
-FAMILY = 1
-HARNESS_TIMEOUT_S = 120.0
+from melchior import wire
+from melchior.limits import HARNESS_TIMEOUT_S
 
 
 def _reply(value: dict[str, object]) -> None:
-    sys.stdout.write(json.dumps(value, ensure_ascii=False) + "\n")
+    sys.stdout.buffer.write(wire.encode_argv(value))
     sys.stdout.flush()
 
 
 def _refuse(code: str) -> int:
-    _reply({"ok": False, "family": FAMILY, "error": code})
+    _reply(wire.refusal(code))
     return 1
 
 
 def main(argv: list[str]) -> int:
     unknown = [a for a in argv if a not in ("--refresh", "--json")]
     if unknown:
-        return _refuse("bad_arguments")
+        return _refuse("usage")
     binary = os.environ.get("MAGI_CODE_BIN") or shutil.which("magi-code")
     if not binary:
         return _refuse("harness_unavailable")
@@ -53,14 +53,5 @@ def main(argv: list[str]) -> int:
     failed = listing.get("failed")
     if not isinstance(cards, list) or not isinstance(failed, list):
         return _refuse("harness_failed")
-    _reply(
-        {
-            "ok": True,
-            "family": FAMILY,
-            "n": len(cards),
-            "result": cards,
-            "refreshed": bool(listing.get("refreshed")),
-            "failed": failed,
-        }
-    )
+    _reply(wire.reply(cards) | {"refreshed": bool(listing.get("refreshed")), "failed": failed})
     return 0

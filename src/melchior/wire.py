@@ -66,6 +66,8 @@ CODES = frozenset(
         "in_use",  # the session's socket is already answered by a live process
         "timeout",
         "broken",  # the peer closed or broke the connection mid-call
+        "harness_unavailable",  # `melchior models`: the harness CLI could not be run
+        "harness_failed",  # `melchior models`: the harness answered with no catalog
     }
 )
 

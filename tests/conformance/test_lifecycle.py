@@ -233,3 +233,23 @@ def test_context_identity(spawn: Spawn, home: Path, tmp_path: Path) -> None:
     assert initialize(spawn(MC_HOME=str(alias)))["status"]["context_id"] == base
     other = initialize(spawn(MC_HOME=str(tmp_path / "other-home")))["status"]["context_id"]
     assert other != base
+
+
+def test_bad_permission_policy_is_configuration_invalid(spawn: Spawn, home: Path) -> None:
+    home.mkdir()
+    (home / "settings.toml").write_text(
+        '[[permissions.rules]]\ntool = "shell"\ndecision = "maybe"\n'
+    )
+    with pytest.raises(ErrorResponse) as caught:
+        initialize(spawn())
+    assert caught.value.code == "configuration_invalid"
+
+
+def test_another_cwd_is_another_context(spawn: Spawn, home: Path, tmp_path: Path) -> None:
+    from magi_code.client import LocalAgentClient, environment
+
+    base = initialize(spawn())["status"]["context_id"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with LocalAgentClient.spawn(cwd=elsewhere, env=environment(home)) as child:
+        assert initialize(child)["status"]["context_id"] != base

@@ -190,4 +190,10 @@ def test_melchior_models_without_a_harness(tmp_path: Path) -> None:
         [*run, "--json"], env=env, capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 1
-    assert json.loads(done.stdout) == {"ok": False, "family": 1, "error": "harness_unavailable"}
+    assert json.loads(done.stdout) == {
+        "ok": False,
+        "family": 1,
+        "n": 0,
+        "result": [],
+        "code": "harness_unavailable",
+    }

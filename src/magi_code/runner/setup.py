@@ -8,6 +8,22 @@ from magi_code.tools.builtin import builtin_tools
 from magi_code.tools.policy import Policy
 
 Selection = tuple[str | None, str | None, str | None]  # provider, model, thinking
+SECRET_NAME_PARTS = ("API_KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
+
+
+def tool_env(admitted: Admitted) -> dict[str, str]:
+    """The environment tools run with: the process's own, less anything credential-like
+    (provider key variables named in settings, *_API_KEY, *_TOKEN, *SECRET*, ...)."""
+    named = {
+        str(conf.get("api_key_env"))
+        for conf in admitted.settings.get("providers", {}).values()
+        if isinstance(conf, dict) and conf.get("api_key_env")
+    }
+    return {
+        name: value
+        for name, value in admitted.env.items()
+        if name not in named and not any(part in name.upper() for part in SECRET_NAME_PARTS)
+    }
 
 
 def make_provider(admitted: Admitted, provider_id: str) -> Provider:
@@ -41,6 +57,6 @@ def turn_setup(
         tools=builtin_tools(),
         policy=Policy.from_settings(admitted.settings.get("permissions")),
         workspace=admitted.cwd,
-        env=admitted.env,
+        env=tool_env(admitted),
         approvals=approvals,
     )

@@ -76,6 +76,7 @@ def admit(cwd: Path, env: Mapping[str, str]) -> Admitted:
     except (settings.SettingsError, instructions.InstructionsError) as exc:
         raise StartupError("configuration_invalid") from exc
     check_mcp(conf)
+    check_permissions(conf)
     check_provider(conf, where, env)
     return Admitted(
         paths=where,
@@ -97,6 +98,18 @@ def check_mcp(conf: Mapping[str, Any]) -> None:
         raise StartupError("configuration_invalid")
     if any(isinstance(s, Mapping) and s.get("enabled") for s in servers.values()):
         raise StartupError("mcp_unavailable")
+
+
+def check_permissions(conf: Mapping[str, Any]) -> None:
+    """A bad permission policy fails startup; the policy module loads only when one is set."""
+    if "permissions" not in conf:
+        return
+    from magi_code.tools.policy import Policy, PolicyError
+
+    try:
+        Policy.from_settings(conf.get("permissions"))
+    except PolicyError as exc:
+        raise StartupError("configuration_invalid") from exc
 
 
 def check_provider(conf: Mapping[str, Any], where: paths.Paths, env: Mapping[str, str]) -> None:
