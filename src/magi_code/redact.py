@@ -1,34 +1,48 @@
-"""Secret-looking strings, found and masked. Used on everything a face shows or stores for
-display: deltas, reconciliation, summaries, diagnostics, projected history, status names.
+"""Secret-looking strings, found and masked: the one redactor of magi-code.
 
-It is a net, not a proof: it masks well-known credential shapes and long high-entropy
-tokens, and never returns what it masked.
+Everything a face shows or stores for display passes through `redact`: deltas,
+reconciliation, summaries, diagnostics, projected history, status names. It is a net, not
+a proof: it masks well-known credential shapes, bearer/basic tokens, key=value secrets,
+URL passwords and PEM private keys, and never returns or logs what it masked.
 """
 
 import re
 
-MASK = "[redacted]"
+REDACTED = "[REDACTED]"
 
-_PATTERNS = re.compile(
-    r"""
-    sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}          # OpenAI / Anthropic keys
-  | gh[pousr]_[A-Za-z0-9]{20,} | github_pat_[A-Za-z0-9_]{20,}
-  | AKIA[0-9A-Z]{16}                               # AWS access key id
-  | xox[abprs]-[A-Za-z0-9-]{10,}                   # Slack
-  | AIza[0-9A-Za-z_\-]{30,}                        # Google API key
-  | eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}   # JWT
-  | (?i:bearer)\s+[A-Za-z0-9._~+/\-]{16,}=*
-  | -----BEGIN[ A-Z]*PRIVATE\ KEY-----[\s\S]*?(?:-----END[ A-Z]*PRIVATE\ KEY-----|\Z)
-  | (?<=://)[^/\s:@]+:[^/\s@]+(?=@)                 # user:password@ in URLs
-  | (?i:(?:api[_-]?key|secret|token|password|passwd)\s*[=:]\s*)["']?[^\s"']{8,}
-    """,
-    re.VERBOSE,
+# Every quantifier is bounded or possessive and no pattern rescans a long run from each of
+# its positions: the text is model-controlled, and this runs on the event loop.
+_PEM = re.compile(
+    r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY-----.*?(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY-----|$)",
+    re.S,
+)
+_URL_PASSWORD = re.compile(r"(?i)([a-z][a-z0-9+.-]{0,31}://[^\s/:@]*+):[^\s/]*@")
+_BEARER = re.compile(r"(?i)\b(bearer|token|basic)\s++[A-Za-z0-9._~+/=-]{8,}+")
+_KEY_VALUE = re.compile(
+    r"(?i)(password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|auth)"
+    r"\s*+([=:])\s*+(\"[^\"]*+\"?|'[^']*+'?|[^\s&;,]++)"
+)
+_TOKENS = re.compile(
+    r"(?<![A-Za-z0-9])(?:"
+    r"sk-[A-Za-z0-9_-]{16,}+"
+    r"|gh[pousr]_[A-Za-z0-9]{20,}+"
+    r"|github_pat_[A-Za-z0-9_]{20,}+"
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Z])"
+    r"|xox[abposr]-[A-Za-z0-9-]{10,}+"
+    r"|AIza[0-9A-Za-z_-]{30,}+"
+    r"|eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]++"
+    r")"
 )
 
 
 def redact(text: str) -> str:
-    return _PATTERNS.sub(MASK, text)
+    """Replace every secret-looking substring with a marker; keep the words around it."""
+    text = _PEM.sub(REDACTED, text)
+    text = _URL_PASSWORD.sub(rf"\1:{REDACTED}@", text)
+    text = _BEARER.sub(rf"\1 {REDACTED}", text)
+    text = _KEY_VALUE.sub(rf"\1\2{REDACTED}", text)
+    return _TOKENS.sub(REDACTED, text)
 
 
 def looks_secret(text: str) -> bool:
-    return _PATTERNS.search(text) is not None
+    return redact(text) != text

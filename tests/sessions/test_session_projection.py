@@ -215,4 +215,4 @@ def test_redaction_after_reconciliation(store: SessionStore, cwd: Path) -> None:
     got, _ = shown(store, cwd, records)
     text = repr(got)
     assert "A1b2C3d4E5f6" not in text and "abcdefghijklmnop" not in text
-    assert got[1] == ("assistant", "echo sk-[REDACTED] done", False)
+    assert got[1] == ("assistant", "echo [REDACTED] done", False)

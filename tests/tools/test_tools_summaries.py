@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from magi_code.limits import SUMMARY_BYTES
-from magi_code.tools.summaries import ELLIPSIS, REDACTED, SCAN_CHARS, safe_summary
+from magi_code.redact import REDACTED
+from magi_code.tools.summaries import ELLIPSIS, SCAN_CHARS, safe_summary
 
 PEM = (
     "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAx9fQ\nabcdEFGH\n-----END RSA PRIVATE KEY-----"

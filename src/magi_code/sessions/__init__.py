@@ -27,10 +27,10 @@ How the protocol server and runner are expected to drive it:
 Imports nothing from runner, tools or any face.
 """
 
+from magi_code.redact import redact
 from magi_code.sessions.errors import SESSION_CODES, SessionCode, SessionError
 from magi_code.sessions.ids import valid_opaque_id, valid_session_id
 from magi_code.sessions.leases import is_active
-from magi_code.sessions.redact import redact
 from magi_code.sessions.snapshot import HistorySnapshot, Page, projected_message_id
 from magi_code.sessions.store import Attachment, Selection, SessionStore
 

@@ -28,9 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from magi_code.limits import HISTORY_SNAPSHOT_BYTES, HISTORY_SNAPSHOT_PARTS, SUMMARY_BYTES
+from magi_code.redact import redact
 from magi_code.sessions.errors import SessionError
 from magi_code.sessions.records import Record
-from magi_code.sessions.redact import redact
 
 INTERRUPTED_TEXT = "This turn was interrupted before it finished; the reply may be incomplete."
 TORN_TEXT = "A record that was still being written when the session stopped was ignored."

@@ -11,6 +11,7 @@ import anyio
 import anyio.abc
 
 _GROUP_POLL_S = 0.02
+_KILL_WAIT_S = 2.0
 
 
 async def kill_group(process: anyio.abc.Process, grace_s: float) -> None:
@@ -24,6 +25,10 @@ async def kill_group(process: anyio.abc.Process, grace_s: float) -> None:
             await anyio.sleep(_GROUP_POLL_S)
         return
     _signal_group(group, signal.SIGKILL)
+    # SIGKILL is delivered asynchronously: wait (bounded) until the group is really gone.
+    with anyio.move_on_after(_KILL_WAIT_S):
+        while _group_alive(group):
+            await anyio.sleep(_GROUP_POLL_S)
 
 
 def _group_alive(group: int) -> bool:

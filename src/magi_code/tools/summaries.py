@@ -12,8 +12,8 @@ a half-matched secret).
 import re
 
 from magi_code.limits import SUMMARY_BYTES
+from magi_code.redact import redact
 
-REDACTED = "[REDACTED]"
 ELLIPSIS = "…"
 
 # Redaction runs over a bounded prefix; the cut drops the last whitespace-free run, which
@@ -23,39 +23,6 @@ SCAN_CHARS = 16 * SUMMARY_BYTES
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _SPACES = re.compile(r"[\s\u0085\u2028\u2029]+")
 _CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
-
-# Every quantifier is bounded or possessive and no pattern rescans a long run from each of
-# its positions: the text is model-controlled, and this runs on the event loop.
-_PEM = re.compile(
-    r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY-----.*?(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY-----|$)",
-    re.S,
-)
-_URL_PASSWORD = re.compile(r"(?i)([a-z][a-z0-9+.-]{0,31}://[^\s/:@]*+):[^\s/]*@")
-_BEARER = re.compile(r"(?i)\b(bearer|token|basic)\s++[A-Za-z0-9._~+/=-]{8,}+")
-_KEY_VALUE = re.compile(
-    r"(?i)(password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|auth)"
-    r"\s*+([=:])\s*+(\"[^\"]*+\"?|'[^']*+'?|[^\s&;,]++)"
-)
-_TOKENS = re.compile(
-    r"(?<![A-Za-z0-9])(?:"
-    r"sk-[A-Za-z0-9_-]{16,}+"
-    r"|gh[pousr]_[A-Za-z0-9]{20,}+"
-    r"|github_pat_[A-Za-z0-9_]{20,}+"
-    r"|(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Z])"
-    r"|xox[abposr]-[A-Za-z0-9-]{10,}+"
-    r"|AIza[0-9A-Za-z_-]{30,}+"
-    r"|eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]++"
-    r")"
-)
-
-
-def redact(text: str) -> str:
-    """Replace every secret-looking substring with a marker; keep the words around it."""
-    text = _PEM.sub(REDACTED, text)
-    text = _URL_PASSWORD.sub(rf"\1:{REDACTED}@", text)
-    text = _BEARER.sub(rf"\1 {REDACTED}", text)
-    text = _KEY_VALUE.sub(rf"\1\2{REDACTED}", text)
-    return _TOKENS.sub(REDACTED, text)
 
 
 def clip_utf8(text: str, limit: int) -> str:
