@@ -1,0 +1,144 @@
+"""The turn loop in process, on real session files: what the model is told, what it is
+shown again next turn, and what an undeliverable critical event does."""
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from magi_code.providers.base import (
+    Completed,
+    ModelRequest,
+    ProviderEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallDone,
+    ToolResult,
+    UserText,
+)
+from magi_code.runner.events import MessageDelta, RunEvent, RunFinished
+from magi_code.runner.journal import SessionJournal
+from magi_code.runner.setup import turn_setup
+from magi_code.runner.startup import Admitted, admit
+from magi_code.runner.turn import OutputUnavailable, TurnControl, run_turn
+from magi_code.sessions import Attachment, Selection, SessionStore
+from magi_code.tools.approvals import ApprovalBroker
+
+pytestmark = pytest.mark.anyio
+
+
+class Recorder:
+    def __init__(self, fail_on: type | None = None) -> None:
+        self.events: list[RunEvent] = []
+        self.fail_on = fail_on
+
+    def delta(self, event: MessageDelta) -> None:
+        self.events.append(event)
+
+    async def critical(self, event: RunEvent) -> None:
+        if self.fail_on is not None and isinstance(event, self.fail_on):
+            raise OutputUnavailable
+        self.events.append(event)
+
+    async def announce(self, approval_id: str, summary: str, expires_in_ms: int) -> None:
+        raise AssertionError("no approval expected")
+
+
+class Capturing:
+    """A provider that records every request and answers from a list of scripted rounds."""
+
+    id = "capture"
+
+    def __init__(self, rounds: list[list[ProviderEvent]]) -> None:
+        self.rounds, self.requests = rounds, []  # type: ignore[var-annotated]
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        self.requests.append(request)
+        for event in self.rounds.pop(0):
+            yield event
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> tuple[Admitted, Attachment, SessionStore]:
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    workspace.mkdir()
+    home.mkdir()
+    (home / "AGENTS.md").write_text("GLOBAL RULES\n")
+    (workspace / "AGENTS.md").write_text("WORKSPACE RULES\n")
+    (workspace / "notes.txt").write_text("alpha\n")
+    admitted = admit(workspace, {"MC_HOME": str(home), "PATH": "/usr/bin:/bin"})
+    store = SessionStore(admitted.paths.home)
+    return admitted, store.create(admitted.cwd, Selection("fixture", "fixture-model", None)), store
+
+
+async def turn(
+    world: tuple[Admitted, Attachment, SessionStore],
+    provider: Capturing,
+    prompt: str,
+    emit: Recorder,
+) -> RunFinished:
+    admitted, attachment, store = world
+    setup = turn_setup(
+        admitted, ("fixture", None, None), attachment.session_id, "r", ApprovalBroker(emit.announce)
+    )
+    setup.provider = provider
+    journal = SessionJournal(attachment, store.path_of(attachment.session_id))
+    return await run_turn(setup, journal, emit, TurnControl(), prompt)
+
+
+async def test_instructions_in_documented_order(
+    world: tuple[Admitted, Attachment, SessionStore],
+) -> None:
+    provider = Capturing([[TextDelta("ok"), Completed()]])
+    await turn(world, provider, "hi", Recorder())
+    told = provider.requests[0].instructions
+    assert (
+        told.index("You are magi-code") < told.index("GLOBAL RULES") < told.index("WORKSPACE RULES")
+    )
+
+
+async def test_the_next_turn_replays_what_happened(
+    world: tuple[Admitted, Attachment, SessionStore],
+) -> None:
+    call = ToolCall("c1", "read_file", json.dumps({"path": "notes.txt"}))
+    provider = Capturing(
+        [
+            [TextDelta("reading"), ToolCallDone(call), Completed("tool_use")],
+            [TextDelta("it says alpha"), Completed()],
+            [TextDelta("again"), Completed()],
+        ]
+    )
+    first = await turn(world, provider, "what is in notes?", Recorder())
+    assert first.outcome == "completed"
+    second_call = provider.requests[1].items
+    assert isinstance(second_call[-1], ToolResult) and "alpha" in second_call[-1].output
+    await turn(world, provider, "and now?", Recorder())
+    replayed = provider.requests[2].items
+    assert [type(i).__name__ for i in replayed] == [
+        "UserText",
+        "AssistantText",
+        "ToolCall",
+        "ToolResult",
+        "AssistantText",
+        "UserText",
+    ]
+    assert replayed[-1] == UserText("and now?")
+
+
+async def test_undeliverable_critical_event_cancels_with_output_unavailable(
+    world: tuple[Admitted, Attachment, SessionStore],
+) -> None:
+    from magi_code.runner.events import MessageReconcile
+
+    provider = Capturing([[TextDelta("lost"), Completed()]])
+    finished = await turn(world, provider, "hi", Recorder(fail_on=MessageReconcile))
+    assert (finished.outcome, finished.error_code) == ("cancelled", "output_unavailable")
+    _, attachment, store = world
+    records = [
+        json.loads(line)
+        for line in store.path_of(attachment.session_id).read_bytes().split(b"\n")
+        if line
+    ]
+    assert records[-1]["type"] == "run_finished"
+    assert records[-1]["error_code"] == "output_unavailable"
