@@ -392,3 +392,14 @@ def test_a_later_append_failure_is_degraded(workspace: Path, home: Path) -> None
         assert (finished["outcome"], finished["persistence"]) == ("completed", "degraded")
         assert finished["revision"] is None
         assert list(reconciled(events).values()) == ["z" * 8000]  # displayed, not durable
+
+
+def test_shutdown_during_a_run_still_ends_it(spawn: Spawn) -> None:
+    child = spawn()
+    sid = attach(child)
+    run_id = start(child, sid, script({"text": "working", "hang": True}))
+    until(child, "message.delta")
+    assert child.request("shutdown") == {"state": "stopping"}
+    finished = until(child, "run.finished")[-1].data
+    assert (finished["run_id"], finished["outcome"]) == (run_id, "cancelled")
+    assert child.process.wait(10) == 0

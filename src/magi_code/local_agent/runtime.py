@@ -128,10 +128,10 @@ class LocalRuntime:
         def finished(result: Any, error: BaseException | None) -> None:
             if self.operation is operation:
                 self.operation = None
-            if operation.answered:  # cancelled by shutdown/EOF: undo what the work made
-                release = getattr(result, "close", None)
-                if callable(release) and result is not self.attachment:
-                    release()
+            if operation.answered:  # cancelled by shutdown/EOF: release what the work attached
+                made = result[0] if isinstance(result, tuple) else result
+                if made is not self.attachment and callable(getattr(made, "close", None)):
+                    made.close()
                 return
             operation.answered = True
             from magi_code.sessions import SessionError
