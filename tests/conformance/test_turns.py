@@ -403,3 +403,33 @@ def test_shutdown_during_a_run_still_ends_it(spawn: Spawn) -> None:
     finished = until(child, "run.finished")[-1].data
     assert (finished["run_id"], finished["outcome"]) == (run_id, "cancelled")
     assert child.process.wait(10) == 0
+
+
+def test_live_chunks_are_at_most_4000_bytes(spawn: Spawn) -> None:
+    child = spawn()
+    sid = attach(child)
+    text = "é" * 5001  # 10,002 bytes in one provider delta
+    _, events = run(child, sid, script({"text": text}))
+    for event in events:
+        if event.name in ("message.delta", "message.reconcile"):
+            assert len(event.data["text"].encode()) <= limits.LIVE_CHUNK_BYTES
+    assert "".join(e.data["text"] for e in events if e.name == "message.delta") == text
+    assert list(reconciled(events).values()) == [text]
+    parts = [e.data["part"] for e in events if e.name == "message.reconcile"]
+    assert parts == [0, 1, 2]
+
+
+def test_activity_identity_limit_at_its_edge(spawn: Spawn) -> None:
+    child = spawn()
+    sid = attach(child)
+    batch = [{"name": "list_dir", "arguments": {}}] * 64  # 64 calls a round keeps replay short
+    n = limits.RUN_ACTIVITY_IDS
+    rounds = n // len(batch)
+    _, events = run(child, sid, script({"tools": batch, "times": rounds}, {"text": "end"}))
+    assert events[-1].data["outcome"] == "completed"
+    assert len({e.data["activity_id"] for e in events if e.name == "activity"}) == n
+    one_more = script({"tools": batch, "times": rounds}, {"tools": batch[:1]}, {"text": "end"})
+    _, events = run(child, sid, one_more)
+    finished = events[-1].data
+    assert (finished["outcome"], finished["error_code"]) == ("failed", "execution_failed")
+    assert len({e.data["activity_id"] for e in events if e.name == "activity"}) == n

@@ -15,7 +15,7 @@ def attach(child: LocalAgentClient) -> str:
 
 
 def script(*rounds: dict[str, Any]) -> str:
-    return "fixture:" + json.dumps(list(rounds))
+    return "fixture:" + json.dumps(list(rounds), ensure_ascii=False)
 
 
 def start(child: LocalAgentClient, session_id: str, prompt: str) -> str:

@@ -77,9 +77,6 @@ class LocalRuntime:
             if name == "run.finished":
                 self.run = self.run_id = None
 
-    def next_tick(self) -> float | None:
-        return None
-
     def idle(self) -> bool:
         return self.run is None
 

@@ -40,7 +40,6 @@ class Runtime(Protocol):
     run_id: str | None
 
     def pump(self) -> None: ...  # move worker events into the output queue while it has room
-    def next_tick(self) -> float | None: ...  # when pump must run again without a wake-up
     def cancel_all(self) -> None: ...
     def idle(self) -> bool: ...  # no run still owes its terminal event
     def close(self, timeout: float) -> None: ...
@@ -53,14 +52,12 @@ class Server:
         out_fd: int,
         cwd: Path,
         env: Mapping[str, str],
-        methods: Mapping[str, Handler] | None = None,
     ) -> None:
         self.in_fd, self.out_fd, self.cwd, self.env = in_fd, out_fd, cwd, env
         self.methods: dict[str, Handler] = {
             "initialize": Server.on_initialize,
             "status": Server.on_status,
             "shutdown": Server.on_shutdown,
-            **(methods or {}),
         }
         self.encoder = FrameEncoder()
         self.queue = OutputQueue()
@@ -318,8 +315,6 @@ class Server:
 
     def _timeout(self) -> float | None:
         deadlines = [d for d in (self.queue.next_deadline(), self.closing_deadline) if d]
-        if self.runtime is not None and (tick := self.runtime.next_tick()) is not None:
-            deadlines.append(tick)
         return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
 
     def _read(self) -> None:

@@ -31,7 +31,6 @@ from magi_code.providers.base import (
     TextDelta,
     ToolCall,
     ToolCallDone,
-    ToolResult,
     Usage,
     UserText,
 )
@@ -46,12 +45,16 @@ def script_and_round(request: ModelRequest) -> tuple[list[dict[str, Any]] | None
     )
     if last_user < 0:
         return None, 0
-    rounds = 0
-    previous: object = None
-    for item in request.items[last_user + 1 :]:
-        if isinstance(item, ToolResult) and not isinstance(previous, ToolResult):
-            rounds += 1
-        previous = item
+    # This provider names its calls "call-<round>-<n>": the rounds answered so far are one
+    # more than the highest round among the calls since the prompt.
+    rounds = 1 + max(
+        (
+            int(item.call_id.split("-")[1])
+            for item in request.items[last_user + 1 :]
+            if isinstance(item, ToolCall) and item.call_id.startswith("call-")
+        ),
+        default=-1,
+    )
     prompt = cast(UserText, request.items[last_user]).text
     if not prompt.startswith(PREFIX):
         return None, rounds
