@@ -1,6 +1,7 @@
 """history.page over real pipes: params, staleness, mutation, paging bounds, interrupted runs."""
 
 import json
+import re
 import signal
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,26 @@ def test_outside_mutation_is_stale_for_good(spawn: Spawn, home: Path, workspace:
     fails(child, "history.page", params, "stale_revision")
 
 
+def test_deleted_or_replaced_file_is_stale(spawn: Spawn, home: Path, workspace: Path) -> None:
+    child = ready(spawn())
+    sid = stored(home, workspace)
+    path = session_file(home, sid)
+    original = path.read_bytes()
+    revision = open_ok(child, sid)["revision"]
+    params = {"session_id": sid, "revision": revision}
+    child.request("history.page", params)
+    path.unlink()
+    fails(child, "history.page", params, "stale_revision")
+    fails(child, "session.open", {"session_id": sid}, "session_missing")
+    replacement = path.with_name("replacement")
+    replacement.write_bytes(original)
+    replacement.chmod(0o600)
+    replacement.rename(path)  # same bytes, another file
+    fails(child, "history.page", params, "stale_revision")
+    texts = [e["text"] for e in entries(all_pages(child, sid, open_ok(child, sid)["revision"]))]
+    assert texts == ["question 0", "answer 0"]
+
+
 def test_same_size_rewrite_is_stale(spawn: Spawn, home: Path, workspace: Path) -> None:
     child = ready(spawn())
     sid = stored(home, workspace)
@@ -162,8 +183,10 @@ def test_escaping_text_pages_within_bounds(spawn: Spawn, home: Path, workspace: 
     revision = open_ok(child, sid)["revision"]
     pages = all_pages(child, sid, revision)
     assert len(pages) > len(texts)
+    sizes = [page_frame_bytes(page) for page in pages]
+    assert max(sizes) > limits.HISTORY_PAGE_BYTES - 512  # the bound is actually approached
     for number, page in enumerate(pages):
-        assert page_frame_bytes(page) <= limits.HISTORY_PAGE_BYTES
+        assert sizes[number] <= limits.HISTORY_PAGE_BYTES
         assert len(page["entries"]) <= limits.HISTORY_PAGE_ENTRIES
         assert page["complete"] is (number == len(pages) - 1)
         assert page["revision"] == revision and page["session_id"] == sid
@@ -192,7 +215,7 @@ def test_a_killed_run_reads_back_incomplete(spawn: Spawn, home: Path) -> None:
     opened = open_ok(fresh, sid)
     pages = all_pages(fresh, sid, opened["revision"])
     kinds = [e["kind"] for e in entries(pages)]
-    assert kinds[0] == "user" and "diagnostic" in kinds
+    assert kinds[0] == "user" and kinds[-1] == "diagnostic"
     assert all(p["complete"] is False for p in pages)
 
 
@@ -227,3 +250,132 @@ def test_history_is_busy_during_a_run(spawn: Spawn) -> None:
     finished = until(child, "run.finished")[-1].data
     fails(child, "history.page", {"session_id": sid, "revision": revision}, "stale_revision")
     assert entries(all_pages(child, sid, finished["revision"]))
+
+
+def test_content_chunk_edge(spawn: Spawn, home: Path, workspace: Path) -> None:
+    child = ready(spawn())
+    sid = new_sid()
+    chunk = limits.HISTORY_CHUNK_BYTES
+    texts = ["a" * chunk, "a" * (chunk + 1), "😀" * (chunk // 4), "😀" * (chunk // 4 + 1)]
+    body = b"".join(record(sid, "compaction", text=text) for text in texts)
+    write(home, sid, header(sid, workspace), body)
+    got = entries(all_pages(child, sid, open_ok(child, sid)["revision"]))
+    by_message: dict[str, list[str]] = {}
+    for entry in got:
+        by_message.setdefault(entry["message_id"], []).append(entry["text"])
+    assert [len(parts) for parts in by_message.values()] == [1, 2, 1, 2]
+    assert ["".join(parts) for parts in by_message.values()] == texts
+    assert all(len(e["text"].encode()) <= chunk for e in got)
+
+
+def test_projection_shows_only_presentable_records(
+    spawn: Spawn, home: Path, workspace: Path
+) -> None:
+    child = ready(spawn())
+    sid = new_sid()
+    secret = "sk-" + "A1b2C3d4" * 4
+    body = [
+        record(sid, "user", message_id="u1", run_id="r1", text=f"my key is {secret}"),
+        record(sid, "internal", text="provider-only prompt"),
+        record(sid, "assessment", text="private assessment"),
+        record(sid, "reasoning", text="raw chain of thought"),
+        record(sid, "reasoning_summary", item_id="i0", run_id="r1", text="unmarked"),
+        record(
+            sid, "reasoning_summary", item_id="i1", run_id="r1", text="first", provider_summary=True
+        ),
+        record(
+            sid,
+            "reasoning_summary",
+            item_id="i1",
+            run_id="r1",
+            text="second",
+            provider_summary=True,
+        ),
+        record(
+            sid,
+            "tool",
+            activity_id="t1",
+            run_id="r1",
+            name="read_file",
+            state="started",
+            result={"body": "RAW TOOL BODY"},
+        ),
+        record(
+            sid,
+            "tool",
+            activity_id="t1",
+            run_id="r1",
+            name="read_file",
+            state="completed",
+            result="RAW TOOL BODY",
+        ),
+        record(sid, "assistant_chunk", message_id="a1", run_id="r1", index=0, text="Hel"),
+        record(sid, "assistant_chunk", message_id="a1", run_id="r1", index=1, text="lo"),
+        record(sid, "assistant", message_id="a1", run_id="r1", text="Hello!"),
+        record(sid, "run_finished", run_id="r1", outcome="completed", error_code=None),
+    ]
+    write(home, sid, header(sid, workspace), *body)
+    got = entries(all_pages(child, sid, open_ok(child, sid)["revision"]))
+    assert [e["kind"] for e in got] == ["user", "reasoning_summary", "activity", "assistant"]
+    text = json.dumps(got)
+    for hidden in [
+        "provider-only",
+        "private assessment",
+        "chain of thought",
+        "unmarked",
+        "RAW TOOL BODY",
+        secret,
+    ]:
+        assert hidden not in text
+    assert got[0]["text"].startswith("my key is sk-") and got[1]["text"] == "second"
+    assert got[2]["partial"] is False and got[3]["text"] == "Hello!"
+    for entry in got:
+        assert re.fullmatch(r"[A-Za-z0-9._-]{1,64}", entry["message_id"])
+
+
+def test_a_torn_tail_reads_back_incomplete(spawn: Spawn, home: Path, workspace: Path) -> None:
+    child = ready(spawn())
+    sid = new_sid()
+    write(home, sid, header(sid, workspace), finished_turn(sid, "r1", "q", "a"), b'{"sess')
+    opened = open_ok(child, sid)
+    assert opened["durable"] is True
+    pages = all_pages(child, sid, opened["revision"])
+    assert [e["kind"] for e in entries(pages)] == ["user", "assistant", "diagnostic"]
+    assert pages[-1]["complete"] is False
+
+
+def test_shutdown_answers_a_pending_page_or_create(
+    spawn: Spawn, home: Path, workspace: Path
+) -> None:
+    sid = stored(home, workspace)
+    child = ready(spawn())
+    revision = open_ok(child, sid)["revision"]
+    page = frame("h1", "history.page", {"session_id": sid, "revision": revision})
+    child.send_raw(page + frame("x1", "shutdown"))  # one read batch: shutdown wins the race
+    assert child.wait("h1")["error"] == {"code": "operation_cancelled"}
+    assert child.result("x1") == {"state": "stopping"}
+    assert child.finish() == 0
+    other = ready(spawn())
+    other.send_raw(frame("k1", "session.create") + frame("x2", "shutdown"))
+    assert other.wait("k1")["error"] == {"code": "operation_cancelled"}
+    assert other.finish() == 0
+    assert sorted(p.name for p in session_file(home, sid).parent.glob("*.jsonl")) == [
+        f"{sid}.jsonl"
+    ]
+    assert open_ok(ready(spawn()), sid)["durable"] is True
+
+
+def test_session_methods_after_failed_startup(spawn: Spawn, home: Path) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "settings.toml").write_text('provider = "absent"\n')
+    child = spawn()
+    request_id = child.send("initialize", {"required_capabilities": ["session.open"]})
+    failure = child.wait(request_id)["error"]["code"]
+    assert failure in ("configuration_invalid", "provider_unavailable")
+    for method, params in [
+        ("session.create", {}),
+        ("session.open", {"session_id": new_sid()}),
+        ("history.page", {"session_id": new_sid(), "revision": "r0"}),
+    ]:
+        assert child.wait(child.send(method, params))["error"] == {"code": failure}
+    assert child.request("status")["state"] == "failed"
