@@ -6,6 +6,8 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from magi_code import limits
 
 from .conftest import Spawn, frame
@@ -379,3 +381,22 @@ def test_session_methods_after_failed_startup(spawn: Spawn, home: Path) -> None:
     ]:
         assert child.wait(child.send(method, params))["error"] == {"code": failure}
     assert child.request("status")["state"] == "failed"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="sessions/store.py Attachment._write truncates the file back to the size it last "
+    "knew before appending, so whole records another process appended are silently deleted",
+)
+def test_a_turn_never_deletes_records_appended_from_outside(
+    spawn: Spawn, home: Path, workspace: Path
+) -> None:
+    child = ready(spawn())
+    sid = stored(home, workspace)
+    open_ok(child, sid)
+    outside = record(sid, "compaction", text="written by another process")
+    with session_file(home, sid).open("ab") as handle:
+        handle.write(outside)
+    start(child, sid, "next prompt")
+    until(child, "run.finished")
+    assert outside in session_file(home, sid).read_bytes()

@@ -152,7 +152,17 @@ def test_unsafe_or_malformed_files_are_session_invalid(
     write(home, group_sid, header(group_sid, workspace), mode=0o620)
     write(home, world_sid, header(world_sid, workspace), mode=0o602)
     session_file(home, dir_sid).mkdir()
-    for sid in [*invalid, link_sid, group_sid, world_sid, dir_sid]:
+    foreign_sid, lock_sid = new_sid(), new_sid()
+    write(home, foreign_sid, header(foreign_sid, workspace))
+    if os.geteuid() == 0:  # only root can give a file away; otherwise write someone else's
+        os.chown(session_file(home, foreign_sid), 65534, 65534)
+    else:
+        session_file(home, foreign_sid).write_bytes(b"[]\n")
+    write(home, lock_sid, header(lock_sid, workspace))
+    decoy = tmp_path / "decoy.lock"
+    decoy.write_bytes(b"")
+    (sessions_dir(home) / f"{lock_sid}.writer.lock").symlink_to(decoy)
+    for sid in [*invalid, link_sid, group_sid, world_sid, dir_sid, foreign_sid, lock_sid]:
         fails(child, "session.open", {"session_id": sid}, "session_invalid")
         assert child.request("status")["session_id"] is None
     assert open_ok(child, target_sid)["durable"] is True and target.exists()
