@@ -154,15 +154,14 @@ def test_unsafe_or_malformed_files_are_session_invalid(
     session_file(home, dir_sid).mkdir()
     foreign_sid, lock_sid = new_sid(), new_sid()
     write(home, foreign_sid, header(foreign_sid, workspace))
-    if os.geteuid() == 0:  # only root can give a file away; otherwise write someone else's
+    if os.geteuid() == 0:  # only root can give a file away
         os.chown(session_file(home, foreign_sid), 65534, 65534)
-    else:
-        session_file(home, foreign_sid).write_bytes(b"[]\n")
+        invalid.append(foreign_sid)
     write(home, lock_sid, header(lock_sid, workspace))
     decoy = tmp_path / "decoy.lock"
     decoy.write_bytes(b"")
     (sessions_dir(home) / f"{lock_sid}.writer.lock").symlink_to(decoy)
-    for sid in [*invalid, link_sid, group_sid, world_sid, dir_sid, foreign_sid, lock_sid]:
+    for sid in [*invalid, link_sid, group_sid, world_sid, dir_sid, lock_sid]:
         fails(child, "session.open", {"session_id": sid}, "session_invalid")
         assert child.request("status")["session_id"] is None
     assert open_ok(child, target_sid)["durable"] is True and target.exists()
@@ -393,9 +392,10 @@ def test_status_reflects_the_last_completed_attachment(
         frame("o2", "session.open", {"session_id": slow})
         + frame("o3", "session.create")
         + frame("h3", "history.page", {"session_id": slow, "revision": "r0"})
+        + frame("t3", "turn.start", {"session_id": slow, "prompt": "hi"})
     )
-    assert child.wait("o3")["error"] == {"code": "busy"}
-    assert child.wait("h3")["error"] == {"code": "busy"}
+    for overlapping in ["o3", "h3", "t3"]:
+        assert child.wait(overlapping)["error"] == {"code": "busy"}
     assert child.result("o2")["durable"] is True
     assert child.request("status")["session_id"] == slow
     # Replacing the lazy session released it; with nothing persisted it is gone.
