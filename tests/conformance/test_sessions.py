@@ -261,6 +261,7 @@ def test_workspace_rules(spawn: Spawn, home: Path, workspace: Path, tmp_path: Pa
         "other": elsewhere,
         "gone": deleted,
         "relative": "workspace",
+        "relative to itself": ".",  # would resolve to the workspace, but is not absolute
         "later": None,
     }
     deleted.rmdir()
@@ -276,9 +277,11 @@ def test_workspace_rules(spawn: Spawn, home: Path, workspace: Path, tmp_path: Pa
         write(home, sid, header(sid, workspace))  # fixed: the failed open kept no lease
         assert open_ok(child, sid)["notices"] == []
         attached = sid
-    aliased = new_sid()
-    write(home, aliased, header(aliased, alias))
-    assert open_ok(child, aliased)["notices"] == []
+    equivalents: list[Path | str] = [alias, f"{workspace}/./", f"{workspace}/../{workspace.name}"]
+    for equivalent in equivalents:
+        sid = new_sid()
+        write(home, sid, header(sid, equivalent))
+        assert open_ok(child, sid)["notices"] == []
     for cwd in [None, ""]:
         sid = new_sid()
         write(home, sid, header(sid, cwd), finished_turn(sid, "r1", "q", "a"))
@@ -287,9 +290,8 @@ def test_workspace_rules(spawn: Spawn, home: Path, workspace: Path, tmp_path: Pa
 
 def test_saved_selection_notices(spawn: Spawn, home: Path, workspace: Path) -> None:
     home.mkdir(parents=True, exist_ok=True)
-    (home / "settings.toml").write_text(
-        '[providers.alt]\nwire_api = "fixture"\nmodels = ["alt-model"]\n'
-    )
+    settings = '[providers.alt]\nwire_api = "fixture"\nmodels = ["alt-model"]\n'
+    (home / "settings.toml").write_text(settings)
     child = ready(spawn())
     startup = child.request("status")
     assert (startup["provider"], startup["model"]) == ("fixture", "fixture-model")
@@ -315,6 +317,7 @@ def test_saved_selection_notices(spawn: Spawn, home: Path, workspace: Path) -> N
     assert (status["provider"], status["model"]) == ("alt", "alt-model")
     expected = header(restored, workspace, {"provider": "alt", "model": "alt-model"})
     assert session_file(home, restored).read_bytes() == expected  # opening wrote nothing
+    assert (home / "settings.toml").read_text() == settings
 
 
 def test_empty_file_is_durable_and_deleted_file_is_missing(
