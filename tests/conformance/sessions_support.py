@@ -7,6 +7,7 @@ from a few large byte strings so the limit tests stay fast.
 
 import json
 import os
+import re
 import secrets
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from magi_code.client import LocalAgentClient
 
 from .conftest import frame, initialize
 
+OPAQUE_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 CAPS = ("session.create", "session.open", "history.page", "turn.start")
 
 
@@ -116,11 +118,16 @@ def open_ok(child: LocalAgentClient, sid: str) -> dict[str, Any]:
 
 
 def all_pages(child: LocalAgentClient, sid: str, revision: str) -> list[dict[str, Any]]:
+    """Every page from the null cursor on, checking each page's shape and opaque IDs."""
     out, cursor = [], None
     while True:
         page = child.request(
             "history.page", {"session_id": sid, "revision": revision, "cursor": cursor}
         )
+        assert set(page) == {"session_id", "revision", "entries", "next_cursor", "complete"}
+        assert page["session_id"] == sid and page["revision"] == revision
+        for opaque in [revision, page["next_cursor"], *(e["message_id"] for e in page["entries"])]:
+            assert opaque is None or OPAQUE_ID.fullmatch(opaque), opaque
         out.append(page)
         cursor = page["next_cursor"]
         if cursor is None:

@@ -115,6 +115,17 @@ def test_cursors_belong_to_their_snapshot(spawn: Spawn, home: Path, workspace: P
     assert len(entries(all_pages(child, sid, second))) == count
 
 
+def test_page_entry_count_edge(spawn: Spawn, home: Path, workspace: Path) -> None:
+    child = ready(spawn())
+    most = limits.HISTORY_PAGE_ENTRIES
+    for count, shape in [(most, [most]), (most + 1, [most, 1])]:
+        sid = new_sid()
+        write(home, sid, header(sid, workspace), record(sid, "compaction", text="c") * count)
+        pages = all_pages(child, sid, open_ok(child, sid)["revision"])
+        assert [len(p["entries"]) for p in pages] == shape
+        assert [p["complete"] for p in pages] == [False] * (len(shape) - 1) + [True]
+
+
 def test_outside_mutation_is_stale_for_good(spawn: Spawn, home: Path, workspace: Path) -> None:
     child = ready(spawn())
     sid = stored(home, workspace)
