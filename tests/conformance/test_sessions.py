@@ -5,8 +5,6 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from magi_code import limits
 
 from .conftest import Spawn, frame
@@ -448,11 +446,6 @@ def test_session_methods_need_initialization(spawn: Spawn) -> None:
     assert child.request("status")["session_id"] == sid
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sessions/reader.py _open_safe opens with a blocking O_RDONLY: a FIFO hangs the "
-    "session worker until some writer appears (needs O_NONBLOCK before the S_ISREG check)",
-)
 def test_a_fifo_session_file_is_invalid_without_blocking(spawn: Spawn, home: Path) -> None:
     child = ready(spawn())
     sid = new_sid()
@@ -469,11 +462,6 @@ def test_a_fifo_session_file_is_invalid_without_blocking(spawn: Spawn, home: Pat
     assert child.request("session.create")["durable"] is False  # the worker is free again
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="local_agent/runtime.py on_open keeps the previous session's restored selection "
-    "when the saved one is unavailable, instead of the startup selection",
-)
 def test_an_unavailable_selection_falls_back_to_the_startup_one(
     spawn: Spawn, home: Path, workspace: Path
 ) -> None:

@@ -72,7 +72,11 @@ def test_failed_reopen_leaves_the_attachment_intact(store: SessionStore, cwd: Pa
         out.write(b"garbage\n")
     with _raises("session_invalid"):
         store.open(SID, cwd)
-    attachment.append(user("r1", "still mine"), fsync=False)  # still attached
+    assert attachment.history.revision  # still attached (a detached one is stale_session) ...
+    with pytest.raises(OSError) as refused:  # ... and it never writes over a foreign record
+        attachment.append(user("r1", "still mine"), fsync=False)
+    assert not isinstance(refused.value, SessionError)
+    assert path.read_bytes().endswith(b"garbage\n")
     attachment.close()
 
 

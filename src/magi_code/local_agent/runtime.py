@@ -177,11 +177,12 @@ class LocalRuntime:
 
         def done(opened: tuple[Attachment, list[str]]) -> None:
             attachment, notices = opened
-            if attachment.selection is not None and "saved_selection_unavailable" not in notices:
-                self.provider = attachment.selection.provider
-                self.model = attachment.selection.model
-            if attachment.selection is not None:
-                self.thinking = attachment.selection.thinking
+            saved, admitted = attachment.selection, self.admitted
+            if saved is not None and "saved_selection_unavailable" not in notices:
+                self.provider, self.model = saved.provider, saved.model
+            else:  # restore nothing, or what cannot run: the startup selection
+                self.provider, self.model = admitted.provider, admitted.model
+            self.thinking = saved.thinking if saved is not None else admitted.thinking
             self._attach(attachment)
             self.server.reply(
                 request.id,

@@ -61,7 +61,7 @@ def hex_digest(running: "hashlib._Hash") -> str:
 def _open_safe(path: Path) -> int:
     """A read descriptor on a regular, own, not group/world-writable file, not via symlink."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         raise SessionError("session_missing") from None
     except OSError:
@@ -80,7 +80,7 @@ def _open_safe(path: Path) -> int:
 def fingerprint_of(path: Path, tail_size: int) -> Fingerprint | None:
     """The file's current fingerprint (None when it is missing or unreadable)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     try:

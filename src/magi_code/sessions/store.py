@@ -318,10 +318,7 @@ class Attachment:
     def _write(self, data: bytes, *, fsync: bool) -> None:
         created = self._fd is None and not self.durable
         fd = self._open_for_append()
-        # Bytes past the last whole record come from a write that never finished (a crash, or
-        # a failed write here): drop them so the new record starts on its own line.
-        if os.fstat(fd).st_size != self._good_size:
-            os.ftruncate(fd, self._good_size)
+        self._check_unchanged(fd)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
@@ -332,9 +329,27 @@ class Attachment:
         self._good_size += len(data)
         self._hash.update(data)
 
+    def _check_unchanged(self, fd: int) -> None:
+        """Only this attachment writes the file. Bytes past the last whole record with no LF
+        are a write that never finished (a crash, or a failed write here): they are dropped so
+        the new record starts on its own line. Anything else (the file replaced, shortened, or
+        holding records someone else appended) refuses the append rather than destroy them."""
+        info = os.fstat(fd)
+        try:
+            same_file = os.stat(self._path).st_ino == info.st_ino
+        except OSError:
+            same_file = False
+        if not same_file or info.st_size < self._good_size:
+            raise OSError("the session file changed under its writer")
+        if info.st_size > self._good_size:
+            extra = os.pread(fd, info.st_size - self._good_size, self._good_size)
+            if b"\n" in extra:
+                raise OSError("records were appended by another writer")
+            os.ftruncate(fd, self._good_size)
+
     def _open_for_append(self) -> int:
         if self._fd is None:
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
+            flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
             if not self.durable:
                 flags |= os.O_CREAT | os.O_EXCL
             self._fd = os.open(self._path, flags, 0o600)
