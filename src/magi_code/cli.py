@@ -66,14 +66,14 @@ def provider_command(name: str, rest: list[str]) -> int:
 
     home = paths.resolve_home(os.environ)
     if name == "login":
-        return commands.login(rest, home)
+        return commands.login(rest, Path(home))
     if name == "logout":
-        return commands.logout(rest, home)
+        return commands.logout(rest, Path(home))
     try:
-        conf = settings.load(paths.Paths(home).settings, paths.project_settings(Path.cwd()))
+        conf = settings.load(paths.Paths(home).settings, paths.project_settings(os.getcwd()))
     except settings.SettingsError:
         return refuse("the settings are not valid")
-    return commands.models(rest, home, conf)
+    return commands.models(rest, Path(home), conf)
 
 
 if __name__ == "__main__":

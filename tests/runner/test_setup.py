@@ -23,5 +23,5 @@ def test_tool_env_drops_credentials(tmp_path: Path) -> None:
         "AWS_SECRET_ACCESS_KEY": "k5",
         "LANG": "C.UTF-8",
     }
-    admitted = admit(tmp_path, env)
+    admitted = admit(str(tmp_path), env)
     assert tool_env(admitted) == {"MC_HOME": str(home), "PATH": "/usr/bin", "LANG": "C.UTF-8"}

@@ -67,8 +67,8 @@ def world(tmp_path: Path) -> tuple[Admitted, Attachment, SessionStore]:
     (home / "AGENTS.md").write_text("GLOBAL RULES\n")
     (workspace / "AGENTS.md").write_text("WORKSPACE RULES\n")
     (workspace / "notes.txt").write_text("alpha\n")
-    admitted = admit(workspace, {"MC_HOME": str(home), "PATH": "/usr/bin:/bin"})
-    store = SessionStore(admitted.paths.home)
+    admitted = admit(str(workspace), {"MC_HOME": str(home), "PATH": "/usr/bin:/bin"})
+    store = SessionStore(Path(admitted.paths.home))
     return admitted, store.create(admitted.cwd, Selection("fixture", "fixture-model", None)), store
 
 

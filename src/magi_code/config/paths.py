@@ -1,51 +1,41 @@
 """Where magi-code keeps its state: MC_HOME (default ~/.magi-code) and what lies beneath.
 
-Resolving a path has no side effect; `ensure_runtime_dirs` is the one place that creates
-directories (mode 0700), and only admitted startup calls it.
+Paths are plain strings here: this module is on the path to the initialize result, and
+pathlib costs milliseconds to import. Resolving a path has no side effect;
+`ensure_runtime_dirs` is the one place that creates directories (mode 0700), and only
+admitted startup calls it.
 """
 
 import os
-from pathlib import Path
+from collections.abc import Mapping
 from typing import NamedTuple
 
 
 class Paths(NamedTuple):
-    home: Path  # MC_HOME, canonical once created
+    home: str  # MC_HOME, canonical once created
 
     @property
-    def settings(self) -> Path:
-        return self.home / "settings.toml"
+    def settings(self) -> str:
+        return os.path.join(self.home, "settings.toml")
 
     @property
-    def instructions(self) -> Path:
-        return self.home / "AGENTS.md"
-
-    @property
-    def sessions(self) -> Path:
-        return self.home / "sessions"
-
-    @property
-    def cache(self) -> Path:
-        return self.home / "cache"
-
-    @property
-    def agents(self) -> Path:
-        return self.home / "agents"
+    def sessions(self) -> str:
+        return os.path.join(self.home, "sessions")
 
 
-def project_settings(cwd: Path) -> Path:
+def project_settings(cwd: str) -> str:
     """Project settings apply to their exact directory only, never to its children."""
-    return cwd / ".magi-code" / "settings.toml"
+    return os.path.join(cwd, ".magi-code", "settings.toml")
 
 
-def resolve_home(env: dict[str, str] | os._Environ[str]) -> Path:
+def resolve_home(env: Mapping[str, str]) -> str:
     configured = env.get("MC_HOME")
     if configured:
-        return Path(configured).expanduser()
-    return Path(env.get("HOME") or os.path.expanduser("~")) / ".magi-code"
+        return os.path.expanduser(configured)
+    return os.path.join(env.get("HOME") or os.path.expanduser("~"), ".magi-code")
 
 
-def ensure_runtime_dirs(home: Path) -> Paths:
-    for directory in (home, home / "sessions", home / "cache"):
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return Paths(Path(os.path.realpath(home)))
+def ensure_runtime_dirs(home: str) -> Paths:
+    for directory in (home, os.path.join(home, "sessions"), os.path.join(home, "cache")):
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    return Paths(os.path.realpath(home))

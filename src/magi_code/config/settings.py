@@ -8,7 +8,6 @@ Loading reads files and never writes them. Errors are `SettingsError` with no fi
 """
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 DEFAULTS: dict[str, Any] = {
@@ -25,9 +24,9 @@ class SettingsError(Exception):
     pass
 
 
-def read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: str) -> dict[str, Any]:
     try:
-        handle = path.open("rb")
+        handle = open(path, "rb")  # noqa: SIM115 - closed below, once tomllib is imported
     except FileNotFoundError:
         return {}
     except OSError as exc:
@@ -51,7 +50,7 @@ def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def load(global_file: Path, project_file: Path) -> dict[str, Any]:
+def load(global_file: str, project_file: str) -> dict[str, Any]:
     project = read_toml(project_file)
     for table, key in GLOBAL_ONLY:
         section = project.get(table)

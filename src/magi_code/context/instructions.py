@@ -8,7 +8,7 @@
 A missing file is skipped; an unreadable or non-UTF-8 one fails startup (configuration).
 """
 
-from pathlib import Path
+import os
 
 DEFAULT_PROFILE = (
     "You are magi-code, a coding agent working in the user's workspace. Use the tools to "
@@ -24,23 +24,24 @@ class ProfileError(Exception):
     pass
 
 
-def read_optional(path: Path) -> str | None:
+def read_optional(path: str) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
         raise InstructionsError("unreadable instructions") from exc
 
 
-def load_profile(name: str, home: Path, cwd: Path) -> str:
+def load_profile(name: str, home: str, cwd: str) -> str:
     if name == "default":
         return DEFAULT_PROFILE
     if not name.replace("-", "").replace("_", "").isalnum():
         raise ProfileError("invalid agent name")
-    for directory in (cwd / ".magi-code" / "agents", home / "agents"):
+    for directory in (os.path.join(cwd, ".magi-code", "agents"), os.path.join(home, "agents")):
         try:
-            text = read_optional(directory / f"{name}.md")
+            text = read_optional(os.path.join(directory, f"{name}.md"))
         except InstructionsError as exc:
             raise ProfileError("unreadable agent profile") from exc
         if text is not None:
@@ -48,9 +49,10 @@ def load_profile(name: str, home: Path, cwd: Path) -> str:
     raise ProfileError("unknown agent profile")
 
 
-def assemble(profile: str, home: Path, cwd: Path, extra: list[str]) -> str:
+def assemble(profile: str, home: str, cwd: str, extra: list[str]) -> str:
     parts = [profile]
-    for path in [home / "AGENTS.md", cwd / "AGENTS.md", *(cwd / p for p in extra)]:
+    extras = [os.path.join(cwd, p) for p in extra]
+    for path in [os.path.join(home, "AGENTS.md"), os.path.join(cwd, "AGENTS.md"), *extras]:
         text = read_optional(path)
         if text and text.strip():
             parts.append(text.strip())

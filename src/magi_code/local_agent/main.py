@@ -8,7 +8,6 @@ The process ends with os._exit: after the cleanup wait, slow teardown is left to
 
 import os
 import threading
-from pathlib import Path
 
 from magi_code.limits import CLEANUP_WAIT_MS
 
@@ -26,7 +25,7 @@ def run() -> int:
     from magi_code.local_agent.server import Server
     from magi_code.local_agent.wiring import install
 
-    server = Server(in_fd, out_fd, Path.cwd(), dict(os.environ))
+    server = Server(in_fd, out_fd, os.getcwd(), dict(os.environ))
     install(server)
     code = server.serve()
     server.cleanup(CLEANUP_WAIT_MS / 1000)

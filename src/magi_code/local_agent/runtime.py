@@ -59,7 +59,9 @@ class LocalRuntime:
         self.thinking: str | None = admitted.thinking
         self.session_id: str | None = None
         self.run_id: str | None = None
-        self.store: SessionStore = SessionStore(admitted.paths.home)
+        from pathlib import Path
+
+        self.store: SessionStore = SessionStore(Path(admitted.paths.home))
         self.attachment: Attachment | None = None
         self.operation: Pending | None = None
         self.run: ActiveRun | None = None

@@ -18,7 +18,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any, Protocol
 
 from magi_code import limits
@@ -50,7 +49,7 @@ class Server:
         self,
         in_fd: int,
         out_fd: int,
-        cwd: Path,
+        cwd: str,
         env: Mapping[str, str],
     ) -> None:
         self.in_fd, self.out_fd, self.cwd, self.env = in_fd, out_fd, cwd, env

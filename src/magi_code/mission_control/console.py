@@ -96,11 +96,11 @@ class Console:
 
 async def main_async(prompt: str | None) -> int:
     try:
-        admitted = admit(Path.cwd(), dict(os.environ))
+        admitted = admit(os.getcwd(), dict(os.environ))
     except StartupError as failed:
         print(f"magi-code: startup failed: {failed.code}", file=sys.stderr)
         return 1
-    store = SessionStore(admitted.paths.home)
+    store = SessionStore(Path(admitted.paths.home))
     selection = Selection(admitted.provider, admitted.model, admitted.thinking)
     attachment = store.create(admitted.cwd, selection)
     console = Console(admitted, attachment, store)

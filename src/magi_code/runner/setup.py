@@ -1,5 +1,7 @@
 """Everything one run needs from the admitted snapshot: provider, tools, policy, prompt."""
 
+from pathlib import Path
+
 from magi_code.providers.base import Provider
 from magi_code.runner.startup import Admitted
 from magi_code.runner.turn import TurnSetup
@@ -35,7 +37,8 @@ def make_provider(admitted: Admitted, provider_id: str) -> Provider:
     from magi_code.config.credentials import CredentialStore
     from magi_code.providers.registry import build_provider
 
-    return build_provider(provider_id, conf, CredentialStore(admitted.paths.home), admitted.env)
+    credentials = CredentialStore(Path(admitted.paths.home))
+    return build_provider(provider_id, conf, credentials, admitted.env)
 
 
 def turn_setup(
@@ -56,7 +59,7 @@ def turn_setup(
         provider=make_provider(admitted, provider_id),
         tools=builtin_tools(),
         policy=Policy.from_settings(admitted.settings.get("permissions")),
-        workspace=admitted.cwd,
+        workspace=Path(admitted.cwd),
         env=tool_env(admitted),
         approvals=approvals,
     )

@@ -10,7 +10,6 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from magi_code.config import paths, settings
@@ -26,7 +25,7 @@ class StartupError(Exception):
 
 class Admitted(NamedTuple):
     paths: paths.Paths
-    cwd: Path
+    cwd: str  # canonical; a plain string so pathlib stays off the path to the init result
     settings: dict[str, Any]
     provider: str
     model: str
@@ -41,7 +40,7 @@ class Admitted(NamedTuple):
         return conf
 
 
-def context_id(cwd: Path, roots: list[Path]) -> str:
+def context_id(cwd: str, roots: list[str]) -> str:
     """SHA-256 of the canonical cwd and canonical storage roots; reveals neither."""
     canonical = [os.path.realpath(cwd), *sorted(os.path.realpath(r) for r in roots)]
     return hashlib.sha256(json.dumps(canonical).encode()).hexdigest()
@@ -58,13 +57,13 @@ def safe_name(name: str | None) -> str | None:
     return None if looks_secret(name) else name
 
 
-def admit(cwd: Path, env: Mapping[str, str]) -> Admitted:
-    home = paths.resolve_home(dict(env))
+def admit(cwd: str, env: Mapping[str, str]) -> Admitted:
+    home = paths.resolve_home(env)
     try:
         where = paths.ensure_runtime_dirs(home)
     except OSError as exc:
         raise StartupError("startup_failed") from exc
-    canonical_cwd = Path(os.path.realpath(cwd))
+    canonical_cwd = os.path.realpath(cwd)
     try:
         conf = settings.load(where.settings, paths.project_settings(canonical_cwd))
         profile = instructions.load_profile(conf["agent"], where.home, canonical_cwd)
@@ -116,11 +115,13 @@ def check_provider(conf: Mapping[str, Any], where: paths.Paths, env: Mapping[str
     provider_conf = conf["providers"][conf["provider"]]
     if provider_conf.get("wire_api") == "fixture":
         return
+    from pathlib import Path
+
     from magi_code.config.credentials import CredentialStore
     from magi_code.providers import registry
 
     code = registry.check_readiness(
-        conf["provider"], provider_conf, CredentialStore(where.home), env
+        conf["provider"], provider_conf, CredentialStore(Path(where.home)), env
     )
     if code is not None:
         raise StartupError(code)
