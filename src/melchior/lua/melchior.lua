@@ -395,8 +395,9 @@ local function encode_number(x)
     end
     return float_repr(x)
   end
-  -- One number type (5.1, 5.2, LuaJIT): a whole number is written as an integer.
-  if x == floor(x) and math.abs(x) < 2 ^ 63 then
+  -- One number type (5.1, 5.2, LuaJIT): a whole number in the range of 5.3's integers is
+  -- written as an integer, anything else as 5.3 writes a float.
+  if x == floor(x) and math.abs(x) <= 2 ^ 63 then
     return x == 0 and "0" or format("%.0f", x)
   end
   return float_repr(x)
