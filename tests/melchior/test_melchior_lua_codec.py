@@ -49,6 +49,14 @@ def test_lua_api_prints_the_shipped_source_with_the_limits_written_in() -> None:
     assert bad.returncode == 2 and bad.stdout == b""
 
 
+def test_the_client_lists_nothing_and_runs_nothing() -> None:
+    """Discovery is the caller's own project directory and the id it names: the client has
+    no way to list a directory, run a command or remove a file (the walls hold anyway)."""
+    printed = lua_source().decode()
+    for word in ("io.popen", "os.execute", "os.remove", "os.rename", "io.lines", "require"):
+        assert word not in printed, word
+
+
 def test_the_lua_file_is_package_data() -> None:
     from importlib import resources
 
