@@ -67,6 +67,8 @@ LUA_LIMITS = (
     "MAX_LINE",
     "MAX_ARGV",
     "MAX_CALL",
+    "MAX_REPORT",
+    "REPORT_CHUNK",
     "ID_MAX",
     "PROJECT_MAX",
     "PROJECT_DIGEST",

@@ -18,7 +18,7 @@ from mel_harness import DEADLINE, Melchior, Session
 from test_melchior_lua_host import RUNTIMES, Host
 
 from melchior import names, registry
-from melchior.limits import PROJECT_MAX, REPORT_PAGE
+from melchior.limits import MAX_REPORT, PROJECT_MAX, REPORT_CHUNK, REPORT_PAGE
 
 LONG = "l" * PROJECT_MAX  # a project whose directory name must be shortened
 
@@ -34,6 +34,7 @@ class World:
         self.dead.proc.send_signal(signal.SIGKILL)
         self.dead.proc.wait(timeout=DEADLINE)
         self.caller = self.identity(self.mel.fork())  # another main, proven by key only
+        self.writer = self.mel.start()  # stores reports from Lua
         self.far = self.mel.start(project=LONG)
         self.far_caller = self.identity(self.mel.fork(project=LONG))
         # Multi-byte characters straddling the page edges: pages are cut on characters.
@@ -170,3 +171,27 @@ def test_a_shortened_project_directory(host: Host, world: World) -> None:
     them.close()
     # The project wall: from this project, demo's session is somewhere never looked.
     assert host.refusal(host.m.connect, world.a.id.encode()) == "unknown_session"
+
+
+def test_storing_the_callers_own_report(host: Host, world: World) -> None:
+    host.env = world.writer.env
+    body = "a" * (REPORT_CHUNK - 1) + "😀" + "b" * REPORT_CHUNK + f" ({host.version})"
+    before, _ = world.writer.tool("--verb=report", "--about=json")
+    summary = host.py(host.m.report(body.encode()))
+    assert summary["bytes"] == len(body.encode())
+    assert summary["sha256"] == hashlib.sha256(body.encode()).hexdigest()
+    whole, code = world.writer.tool("--verb=report", "--about=json")
+    assert code == 0 and whole["result"][0]["body"] == body
+    if before["ok"]:
+        assert summary["revision"] == before["result"][0]["revision"] + 1
+    assert host.refusal(host.m.report, b"a" * (MAX_REPORT + 1)) == "report_too_large"
+    assert host.refusal(host.m.report, b"\xff") == "bad_args"
+    host.env = world.caller  # a session that does not serve has no socket to store into
+    assert host.refusal(host.m.report, b"x") == "unknown_session"
+
+
+def test_a_report_of_exactly_max_report_bytes(world: World) -> None:
+    host = Host("lua54", world.writer.env)
+    body = ("€" + "x" * (REPORT_CHUNK - 3)).encode() * (MAX_REPORT // REPORT_CHUNK)
+    assert len(body) == MAX_REPORT
+    assert host.py(host.m.report(body))["bytes"] == MAX_REPORT

@@ -1026,4 +1026,49 @@ function M.connect(id)
   return conn
 end
 
+-- Offsets (0-based) cutting UTF-8 `text` into pieces of at most `size` bytes, never inside a
+-- character: as melchior's reports.cut.
+local function cut(text, size)
+  local edges = { 0 }
+  while #text - edges[#edges] > size do
+    local edge = edges[#edges] + size
+    while byte(text, edge + 1) >= 0x80 and byte(text, edge + 1) < 0xC0 do
+      edge = edge - 1
+    end
+    edges[#edges + 1] = edge
+  end
+  edges[#edges + 1] = #text
+  return edges
+end
+
+-- Store the caller's own report (UTF-8 text, at most MAX_REPORT bytes): chunks of at most
+-- REPORT_CHUNK bytes on one connection to its own session, stored whole as a new revision.
+-- Returns the summary {revision, sha256, bytes, pages}.
+function M.report(text)
+  if type(text) ~= "string" or not utf8_ok(text) then
+    refuse("bad_args")
+  end
+  if #text > K.MAX_REPORT then
+    refuse("report_too_large")
+  end
+  local me = identity()
+  if me == nil then
+    refuse("no_identity")
+  end
+  local conn = M.connect(me.id)
+  local ok, summary = pcall(function()
+    local edges, last = cut(text, K.REPORT_CHUNK), nil
+    for k = 1, #edges - 1 do
+      local chunk = sub(text, edges[k] + 1, edges[k + 1])
+      last = conn.call("report_put", { chunk, k == #edges - 1 })[1]
+    end
+    return last
+  end)
+  conn.close()
+  if not ok then
+    error(summary, 0)
+  end
+  return summary
+end
+
 return M
