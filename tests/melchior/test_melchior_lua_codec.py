@@ -57,6 +57,18 @@ def test_the_client_lists_nothing_and_runs_nothing() -> None:
         assert word not in printed, word
 
 
+def test_gate_wire_scans_this_client(tmp_path: Path) -> None:
+    """The gate's Lua scan finds this file, passes it, and would catch a planted foreign tag."""
+    from test_melchior_gate_wire import PKG, lua_offences
+
+    shipped = PKG / "lua" / "melchior.lua"
+    assert shipped in sorted((PKG / "lua").glob("*.lua"))
+    assert lua_offences(shipped) == []
+    planted = tmp_path / "melchior.lua"
+    planted.write_text(shipped.read_text(encoding="utf-8") + "\nlocal t = v.kind\n")
+    assert lua_offences(planted) == ["melchior.lua kind"]
+
+
 def test_the_lua_file_is_package_data() -> None:
     from importlib import resources
 
