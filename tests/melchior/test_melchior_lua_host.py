@@ -137,10 +137,14 @@ def dial(path: bytes) -> tuple[Stream | None, bytes | None]:
 class Host:
     """One Lua runtime with the client loaded, its environment given by `env`."""
 
-    def __init__(self, version: str, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, version: str, env: Mapping[str, str] | None = None, sandboxed: bool = False
+    ) -> None:
         lupa = importlib.import_module(f"lupa.{version}")
         self.version = version
         self.lua = lupa.LuaRuntime(encoding=None, unpack_returned_tuples=True)
+        if sandboxed:  # a host that gives Lua no io library
+            self.lua.execute(b"io = nil")
         self.lua_type: Callable[[Any], str | None] = lupa.lua_type
         self.env = dict(env or {})
         host = self.lua.execute(HOST_LUA, dial, self.getenv, lua_source(), version.encode())

@@ -6,6 +6,7 @@ SIGKILLed session whose socket nobody answers."""
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import signal
 import time
@@ -17,7 +18,7 @@ import pytest
 from mel_harness import DEADLINE, Melchior, Session
 from test_melchior_lua_host import RUNTIMES, Host
 
-from melchior import names, registry
+from melchior import names, registry, tool
 from melchior.limits import MAX_REPORT, PROJECT_MAX, REPORT_CHUNK, REPORT_PAGE
 
 LONG = "l" * PROJECT_MAX  # a project whose directory name must be shortened
@@ -143,12 +144,14 @@ def test_refusals_are_lua_errors_carrying_the_code(host: Host, world: World) -> 
     assert host.refusal(them.call, b"launch", host.lua.table()) == "unknown_call"
     them.close()
     assert host.refusal(them.status) == "broken"  # closed: nothing more goes out
-    # The walls: another instance's sub is private; the callee says so itself.
-    assert host.refusal(host.m.connect, world.sub.id.encode()) == "forbidden"
     shape = host.lua.eval(
         "function(m, id) local _, e = pcall(m.connect, id) return type(e), tostring(e), e.code end"
     )
-    assert shape(host.m, world.sub.id.encode()) == (b"table", b"melchior: forbidden", b"forbidden")
+    assert shape(host.m, b"omega-psi") == (
+        b"table",
+        b"melchior: unknown_session",
+        b"unknown_session",
+    )
     host.env = {**world.caller, "MAGI_MELCHIOR_TOKEN": "not-the-secret"}
     assert host.refusal(host.m.connect, world.a.id.encode()) == "unauthenticated"
 
@@ -195,3 +198,29 @@ def test_a_report_of_exactly_max_report_bytes(world: World) -> None:
     body = ("€" + "x" * (REPORT_CHUNK - 3)).encode() * (MAX_REPORT // REPORT_CHUNK)
     assert len(body) == MAX_REPORT
     assert host.py(host.m.report(body))["bytes"] == MAX_REPORT
+
+
+def test_the_walls_on_both_sides(host: Host, world: World) -> None:
+    """Another instance's sub is private: the caller's own check makes it look absent, as the
+    tool does; a caller claiming a wider setting passes its own check and the callee, whose
+    setting is narrower, refuses it; a host without `io` leaves the check to the callee."""
+    sub = world.sub.id.encode()
+    assert host.refusal(host.m.connect, sub) == "unknown_session"
+    host.env = {**world.caller, "MAGI_MELCHIOR_TALK": "project"}
+    assert host.refusal(host.m.connect, sub) == "forbidden"
+    sandboxed = Host(host.version, world.caller, sandboxed=True)
+    assert sandboxed.refusal(sandboxed.m.connect, sub) == "forbidden"
+    assert sandboxed.py(sandboxed.m.connect(world.a.id.encode()).status())["id"] == world.a.id
+
+
+def test_the_same_answers_as_the_python_tool(host: Host, world: World) -> None:
+    """Whatever the tool answers a caller with this environment, the Lua client answers too.
+    (Not for the dead session: the tool would reap its socket, which Lua cannot do.)"""
+    for target in (world.a.id, world.sub.id, "omega-psi", world.far.id, "../demo"):
+        answer, _ = tool.run(["--verb=status", f"--who={target}"], world.caller, io.BytesIO())
+        ok, value = host.try_(host.m.connect, target.encode())
+        assert ok == answer["ok"], target
+        if not ok:
+            assert value.decode() == answer["code"], target
+        else:
+            value.close()

@@ -914,6 +914,93 @@ function M.project_dir(project)
   return join(base, name)
 end
 
+-- ---------------------------------------------------------------- the walls
+-- As melchior's policy.py, over the key and parent notes in the caller's own project
+-- directory (read, never listed). The callee checks again whatever this decides; this check
+-- only makes a session the caller may not reach look absent, as the tool does.
+
+local io_open = io and io.open -- absent in a sandbox: then only the callee checks
+
+local function read_note(path)
+  local ok, f = pcall(io_open, path, "rb")
+  if not ok or not f then
+    return nil
+  end
+  local data = f:read(65536)
+  f:close()
+  return data
+end
+
+local function node_of(dir, id)
+  local raw = read_note(join(dir, id .. ".key"))
+  local ok, key = pcall(json.decode, raw or "")
+  if not ok or not M.is_object(key) or type(key.sha256) ~= "string" then
+    return nil
+  end
+  if key.role ~= "main" and key.role ~= "sub" then
+    return nil
+  end
+  local parent = string.match(read_note(join(dir, id .. ".parent")) or "", "^%s*(.-)%s*$")
+  if not M.valid_id(parent) then
+    parent = type(key.minter) == "string" and key.minter or nil
+  end
+  return { role = key.role, parent = parent }
+end
+
+local function ancestry(lookup, id)
+  local chain, seen, current = {}, {}, id
+  while current ~= nil and not seen[current] do
+    seen[current] = true
+    local node = lookup(current)
+    if node == nil then
+      break
+    end
+    chain[#chain + 1] = { id = current, node = node }
+    current = node.parent
+  end
+  return chain
+end
+
+local function instance_of(lookup, id)
+  local chain = ancestry(lookup, id)
+  for _, link in ipairs(chain) do
+    if link.node.role == "main" then
+      return link.id
+    end
+  end
+  return chain[#chain] and chain[#chain].id or id
+end
+
+local function root_of(lookup, id)
+  local chain = ancestry(lookup, id)
+  return chain[#chain] and chain[#chain].id or id
+end
+
+local function reachable(dir, caller, target, talk)
+  if caller == target then
+    return true
+  end
+  local known = {}
+  local function lookup(id)
+    if known[id] == nil then
+      known[id] = node_of(dir, id) or false
+    end
+    return known[id] or nil
+  end
+  local a, b = lookup(caller), lookup(target)
+  if a == nil or b == nil then
+    return false
+  end
+  if a.parent == target or b.parent == caller then
+    return true
+  end
+  if instance_of(lookup, caller) == instance_of(lookup, target) or talk == "project" then
+    return true
+  end
+  local same_run = talk == "run" and root_of(lookup, caller) == root_of(lookup, target)
+  return (a.role == "main" or same_run) and (b.role == "main" or same_run)
+end
+
 -- ---------------------------------------------------------------- connections
 
 local DIAL_CODES = { unknown_session = true, gone = true, timeout = true }
@@ -945,8 +1032,11 @@ function M.connect(id)
   if not M.valid_id(id) then
     refuse("unknown_session")
   end
-  local path = join(M.project_dir(me.project), id)
-  local s, why = guarded(stream_of, path)
+  local dir = M.project_dir(me.project)
+  if io_open and not reachable(dir, me.id, id, me.talk) then
+    refuse("unknown_session") -- as if it did not exist: private sessions do not leak
+  end
+  local s, why = guarded(stream_of, join(dir, id))
   if not s then
     refuse(DIAL_CODES[why] and why or "broken")
   end
