@@ -224,3 +224,15 @@ def test_the_same_answers_as_the_python_tool(host: Host, world: World) -> None:
             assert value.decode() == answer["code"], target
         else:
             value.close()
+
+
+def test_a_session_dying_mid_connection(host: Host, world: World) -> None:
+    """Its pipe closes, it removes its socket and exits: the open connection is broken, and
+    stays broken (closed), and a new connect finds nobody."""
+    victim = world.mel.start()
+    them = host.m.connect(victim.id.encode())
+    assert host.py(them.status())["id"] == victim.id
+    assert victim.close() == 0
+    assert host.refusal(them.status) == "broken"
+    assert host.refusal(them.status) == "broken"
+    assert host.refusal(host.m.connect, victim.id.encode()) == "unknown_session"

@@ -1042,19 +1042,30 @@ function M.connect(id)
   end
   local conn, open = {}, true
 
-  local function read_exactly(n)
-    local data = guarded(s.read, s, n)
-    if type(data) ~= "string" or #data ~= n then
-      refuse("broken")
-    end
-    return data
-  end
-
   local function close()
     if open then
       open = false
       pcall(s.close, s)
     end
+  end
+
+  -- A stream that failed mid-frame is out of step: it is closed, and later calls are broken.
+  local function io_step(f, ...)
+    local ok, data = pcall(f, s, ...)
+    if not ok then
+      close()
+      refuse("broken")
+    end
+    return data
+  end
+
+  local function read_exactly(n)
+    local data = io_step(s.read, n)
+    if type(data) ~= "string" or #data ~= n then
+      close()
+      refuse("broken")
+    end
+    return data
   end
 
   -- One call, one reply: the reply's result list, or a raised refusal.
@@ -1063,7 +1074,7 @@ function M.connect(id)
       refuse("broken")
     end
     local frame = wire.encode_socket(M.object({ call = name, args = M.array(args or {}) }))
-    guarded(s.write, s, frame)
+    io_step(s.write, frame)
     local size = read_u32(read_exactly(K.FRAME_HEADER), 1)
     if size > K.MAX_FRAME then
       while size > 0 do -- skip it whole, so the connection stays in step
