@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from mel_harness import MELCHIOR
 from test_melchior_lua_host import DOUBLES, RUNTIMES, Host, lua_source, same, same_items
 
-from melchior import cli, jsonc, limits, registry, wire
+from melchior import cli, client, jsonc, limits, registry, wire
 
 VECTORS = json.loads((Path(__file__).parent / "wire_vectors.json").read_text(encoding="utf-8"))
 ENCODE = {"socket": wire.encode_socket, "pipe": wire.encode_pipe, "argv": wire.encode_argv}
@@ -355,3 +355,105 @@ def test_identity_from_the_environment(host: Host) -> None:
     host.env = {**base}
     assert host.m.whoami() is None
     assert host.refusal(host.m.connect, b"beta-nu") == "no_identity"
+
+
+# ---------------------------------------------------------------- the host stream contract
+
+
+class Scripted:
+    """A stream that plays back a session's replies and records what the client wrote."""
+
+    def __init__(self, replies: bytes) -> None:
+        self.replies, self.written, self.closed = replies, bytearray(), False
+
+    def read(self, n: float) -> bytes | None:
+        want = int(n)
+        if len(self.replies) < want:
+            return None
+        data, self.replies = self.replies[:want], self.replies[want:]
+        return data
+
+    def write(self, data: bytes) -> bool:
+        self.written += data
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+
+
+ME = {
+    "XDG_RUNTIME_DIR": "/run/nowhere",
+    "MAGI_MELCHIOR_PROJECT": "demo",
+    "MAGI_MELCHIOR_ID": "alpha-rho",
+    "MAGI_MELCHIOR_TOKEN": "s3cret",
+    "MAGI_MELCHIOR_TALK": "run",
+}
+HELLO = wire.encode_socket(wire.reply([{"id": "beta-nu", "role": "main", "who": "demo/main/x"}]))
+
+
+def scripted_host(version: str, replies: bytes) -> tuple[Host, Scripted, list[bytes]]:
+    stream, paths = Scripted(replies), []
+
+    def dialler(path: bytes) -> tuple[Any, bytes | None]:
+        paths.append(path)
+        return stream, None
+
+    return Host(version, ME, sandboxed=True, dialler=dialler), stream, paths
+
+
+def reply_of_size(size: int) -> bytes:
+    """A reply frame whose JSON body is exactly `size` bytes."""
+    empty = len(wire.encode_json(wire.reply([""])))
+    return wire.encode_socket(wire.reply(["x" * (size - empty)]))
+
+
+@pytest.mark.parametrize("version", RUNTIMES)
+def test_hello_is_the_python_clients_and_frames_at_the_bound(version: str) -> None:
+    over = (limits.MAX_FRAME + 1).to_bytes(limits.FRAME_HEADER, "big")
+    over += b"x" * (limits.MAX_FRAME + 1)
+    at = reply_of_size(limits.MAX_FRAME)
+    assert len(at) == limits.FRAME_HEADER + limits.MAX_FRAME
+    ok = wire.encode_socket(wire.reply([{"busy": True}]))
+    host, stream, paths = scripted_host(version, HELLO + at + over + ok)
+    them = host.m.connect(b"beta-nu")
+    assert paths == [b"/run/nowhere/melchior/demo/beta-nu"]
+    from melchior.identity import from_env
+
+    me = from_env(ME)
+    assert me is not None
+    sent = wire.SocketDecoder().feed(bytes(stream.written))
+    assert sent == [wire.call("hello", client.hello_args(me))]
+    assert len(host.py(them.status())) == limits.MAX_FRAME - len(wire.encode_json(wire.reply([""])))
+    assert host.refusal(them.status) == "frame_too_large"  # skipped whole: still in step
+    assert host.py(them.status()) == {"busy": True}
+    assert host.refusal(them.status) == "broken"  # end of input
+    assert stream.closed
+
+
+@pytest.mark.parametrize("version", RUNTIMES)
+def test_what_the_host_says_when_it_cannot_dial(version: str) -> None:
+    def says(result: Any) -> str:
+        def dialler(path: bytes) -> Any:
+            if isinstance(result, Exception):
+                raise result
+            return result
+
+        host = Host(version, ME, sandboxed=True, dialler=dialler)
+        return host.refusal(host.m.connect, b"beta-nu")
+
+    assert says((None, b"timeout")) == "timeout"
+    assert says((None, b"gone")) == "gone"
+    assert says((None, b"unknown_session")) == "unknown_session"
+    assert says((None, b"the disk is on fire")) == "broken"  # nothing else crosses
+    assert says(OSError("/secret/path")) == "broken"
+
+
+@pytest.mark.parametrize("version", RUNTIMES)
+def test_a_refused_hello_closes_the_stream(version: str) -> None:
+    host, stream, _ = scripted_host(version, wire.encode_socket(wire.refusal("unauthenticated")))
+    assert host.refusal(host.m.connect, b"beta-nu") == "unauthenticated"
+    assert stream.closed
+    host, stream, _ = scripted_host(version, wire.encode_socket({"event": "listening"}))
+    assert host.refusal(host.m.connect, b"beta-nu") == "broken"  # not a reply
+    host, stream, _ = scripted_host(version, wire.encode_socket({"type": "reply", "ok": True}))
+    assert host.refusal(host.m.connect, b"beta-nu") == "bad_tag"

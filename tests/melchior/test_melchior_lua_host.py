@@ -138,7 +138,11 @@ class Host:
     """One Lua runtime with the client loaded, its environment given by `env`."""
 
     def __init__(
-        self, version: str, env: Mapping[str, str] | None = None, sandboxed: bool = False
+        self,
+        version: str,
+        env: Mapping[str, str] | None = None,
+        sandboxed: bool = False,
+        dialler: Callable[[bytes], tuple[Any, bytes | None]] | None = None,
     ) -> None:
         lupa = importlib.import_module(f"lupa.{version}")
         self.version = version
@@ -147,7 +151,9 @@ class Host:
             self.lua.execute(b"io = nil")
         self.lua_type: Callable[[Any], str | None] = lupa.lua_type
         self.env = dict(env or {})
-        host = self.lua.execute(HOST_LUA, dial, self.getenv, lua_source(), version.encode())
+        host = self.lua.execute(
+            HOST_LUA, dialler or dial, self.getenv, lua_source(), version.encode()
+        )
         self.h, self.m = host, host.melchior
 
     def getenv(self, name: bytes) -> bytes | None:
