@@ -14,8 +14,9 @@
 -- Refusals are raised as Lua errors whose value is a table {code = "<code>"} (tostring gives
 -- "melchior: <code>"). Runs unchanged on Lua 5.1 to 5.4 and LuaJIT: no goto, no integer
 -- division, no bitwise operators, no string.pack. It never lists a directory and never
--- reaches past what the walls let a Python caller with the same environment reach: the
--- callee checks every call. It holds the caller's secret only to say `hello` with it.
+-- reaches past what the walls let a Python caller with the same environment reach: it reads
+-- the key and parent notes of the sessions it names to check the walls as the tool does, and
+-- the callee checks every call again. It holds the caller's secret only to say `hello`.
 
 local stream_of, options = ...
 options = options or {}
