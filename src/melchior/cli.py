@@ -4,7 +4,7 @@
     melchior tool       the vocabulary a model calls, one exec per request
     melchior fork       a name and a secret for a session this one is about to start
     melchior verbs      what a session answers over its socket, as data
-    melchior lua-api    the Lua client (not yet: exit 2)
+    melchior lua-api    the Lua client library, plain Lua, for copying into a config directory
 
 Each subcommand's module is imported only when chosen, so `tool` stays cheap to start.
 Exit codes: 0 ok, 1 refused (the refusal is on stdout), 2 bad command line.
@@ -57,6 +57,38 @@ def fork(argv: list[str]) -> int:
     return 0
 
 
+# What the printed Lua client is told of melchior's bounds, filled in where the shipped file
+# says __MELCHIOR_CONSTANTS__, so no number is written twice.
+LUA_LIMITS = (
+    "FAMILY",
+    "MIN_FAMILY",
+    "FRAME_HEADER",
+    "MAX_FRAME",
+    "MAX_LINE",
+    "MAX_ARGV",
+    "MAX_CALL",
+    "MAX_REPORT",
+    "REPORT_CHUNK",
+    "ID_MAX",
+    "PROJECT_MAX",
+    "PROJECT_DIGEST",
+    "SUN_PATH_MAX",
+)
+
+
+def lua_api() -> str:
+    """The Lua client's source, with melchior's constants written in."""
+    from importlib import resources
+
+    from melchior import limits, wire
+
+    source = (resources.files("melchior") / "lua" / "melchior.lua").read_text(encoding="utf-8")
+    fields = [f"{name} = {getattr(limits, name)}" for name in LUA_LIMITS]
+    foreign = ", ".join(f'"{name}"' for name in sorted(wire.FOREIGN_TAGS))
+    fields.append(f"FOREIGN_TAGS = {{ {foreign} }}")
+    return source.replace("__MELCHIOR_CONSTANTS__", "{ " + ", ".join(fields) + " }", 1)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     command, rest = (args[0], args[1:]) if args else ("", [])
@@ -77,8 +109,12 @@ def main(argv: list[str] | None = None) -> int:
         _print(vocabulary.SOCKET)
         return 0
     if command == "lua-api":
-        print("melchior lua-api: not yet (the Lua client is another issue)", file=sys.stderr)
-        return 2
+        if rest:
+            print("usage: melchior lua-api", file=sys.stderr)
+            return 2
+        sys.stdout.buffer.write(lua_api().encode("ascii"))
+        sys.stdout.flush()
+        return 0
     if command == "models":
         return _models(rest)
     print(USAGE, file=sys.stderr)

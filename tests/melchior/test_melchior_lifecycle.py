@@ -220,7 +220,7 @@ def test_cli_surface(mel: Melchior) -> None:
     answer, code = exec_json(["tool", "--verb=fly"], mel.env)
     assert (answer["code"], code) == ("usage", 2)
     lua = subprocess.run([sys.executable, "-m", "melchior.cli", "lua-api"], capture_output=True)
-    assert lua.returncode == 2 and lua.stdout == b"" and b"not yet" in lua.stderr
+    assert lua.returncode == 0 and lua.stdout.startswith(b"-- melchior's Lua client")
 
 
 def test_sigterm_cleans_up_like_a_closed_pipe(mel: Melchior) -> None:
