@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from magi_code import limits
@@ -46,7 +46,6 @@ class Pending:
 
     request_id: str
     answered: bool = False
-    cleanup: list[Callable[[], None]] = field(default_factory=list)
 
 
 class LocalRuntime:
