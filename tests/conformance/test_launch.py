@@ -5,6 +5,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,29 @@ def test_mission_control_needs_a_terminal(home: Path) -> None:
         )
         assert code == 2
     assert not home.exists()
+
+
+def test_stray_prints_and_child_processes_never_reach_the_wire(tmp_path: Path, home: Path) -> None:
+    """A library print from any thread, and a child process inheriting fds, after start-up:
+    both land on /dev/null, never between protocol frames."""
+    from magi_code.client import LocalAgentClient
+
+    noisy = (
+        "import os, subprocess, sys, threading\n"
+        "import magi_code.local_agent.main as main\n"
+        "def noise():\n"
+        "    print('NOISE-PRINT', flush=True)\n"
+        "    os.write(1, b'NOISE-FD1\\n')\n"
+        "    subprocess.run(['echo', 'NOISE-CHILD'])\n"
+        "threading.Timer(0.2, noise).start()\n"
+        "main.run()\n"
+    )
+    command = [sys.executable, "-c", noisy]
+    with LocalAgentClient.spawn(cwd=tmp_path, env=environment(home), command=command) as child:
+        child.request("initialize", {"required_capabilities": ["status"]})
+        for _ in range(10):
+            child.request("status")
+        time.sleep(0.5)  # the timer has fired by now; nothing to await from the child
+        assert child.request("shutdown") == {"state": "stopping"}
+        assert child.finish() == 0
+        assert all(frame["protocol"] == "magi-code.local-agent" for frame in child.frames)
