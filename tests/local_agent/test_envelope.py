@@ -54,3 +54,12 @@ def test_retained_only_when_well_formed() -> None:
         b'{"protocol":"magi-code.local-agent","version":1,"id":"a","method":"m","params":{},"z":0}'
     )
     assert parse_request(extra) == Rejection("invalid_request", "a", retained=False)
+
+
+def test_session_codes_are_wire_codes() -> None:
+    """The session layer's closed codes are exactly the protocol's session codes (kept apart
+    so the protocol loop never imports the session layer at start-up)."""
+    from magi_code.local_agent.errors import SESSION_ERRORS
+    from magi_code.sessions import SESSION_CODES
+
+    assert set(SESSION_CODES) <= SESSION_ERRORS

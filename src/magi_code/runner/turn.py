@@ -302,17 +302,12 @@ class Turn:
             access = tool.access(args, ctx)
             summary = safe_summary(tool.describe(args, ctx))
         except ToolInputError as bad:
-            return await self.refused_call(activity_id, call, name, f"rejected: {bad.code}")
-        self.open_activity = (activity_id, call.call_id, name, summary)
-        self.record(
-            "tool",
-            activity_id=activity_id,
-            call_id=call.call_id,
-            name=name,
-            state="started",
-            summary=summary,
-        )
-        await self.emit.critical(Activity(activity_id, "tool", "started", name, summary))
+            why = f"rejected: {bad.code}"
+            await self.start_activity(activity_id, call, name, why)
+            return await self.end_activity(
+                ToolOutcome(False, json.dumps({"error": why}), why), call
+            )
+        await self.start_activity(activity_id, call, name, summary)
         decision = self.setup.policy.decide(call.name, access, self.setup.workspace)
         allowed = decision == "allow" or (
             decision == "ask" and await self.setup.approvals.request(summary)
@@ -349,21 +344,19 @@ class Turn:
         await self.emit.critical(Activity(activity_id, "tool", state, name, outcome.summary))
         return ToolResult(call_id, outcome.output, not outcome.ok)
 
-    async def refused_call(
-        self, activity_id: str, call: ToolCall, name: str, why: str
-    ) -> ToolResult:
-        self.open_activity = (activity_id, call.call_id, name, why)
+    async def start_activity(
+        self, activity_id: str, call: ToolCall, name: str, summary: str
+    ) -> None:
+        self.open_activity = (activity_id, call.call_id, name, summary)
         self.record(
             "tool",
             activity_id=activity_id,
             call_id=call.call_id,
             name=name,
             state="started",
-            summary=why,
+            summary=summary,
         )
-        await self.emit.critical(Activity(activity_id, "tool", "started", name, why))
-        message = json.dumps({"error": why})
-        return await self.end_activity(ToolOutcome(False, message, why), call)
+        await self.emit.critical(Activity(activity_id, "tool", "started", name, summary))
 
     # ---- the end ---------------------------------------------------------------------------
 
