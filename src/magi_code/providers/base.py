@@ -54,6 +54,7 @@ class ModelRequest:
     tools: tuple[ToolSpec, ...] = ()
     thinking: str | None = None
     max_output_tokens: int | None = None
+    purpose: Literal["turn", "compaction"] = "turn"  # a compaction asks for a summary
 
 
 # ---- streamed events -----------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from magi_code.providers.base import Provider
+from magi_code.runner import compaction
 from magi_code.runner.startup import Admitted
 from magi_code.runner.turn import TurnSetup
 from magi_code.tools.approvals import ApprovalBroker
@@ -62,4 +63,12 @@ def turn_setup(
         workspace=Path(admitted.cwd),
         env=tool_env(admitted),
         approvals=approvals,
+        context_window=context_window(admitted.settings["providers"][provider_id]),
     )
+
+
+def context_window(conf: dict[str, object]) -> int:
+    window = conf.get("context_window")
+    if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+        return window
+    return compaction.DEFAULT_CONTEXT_WINDOW

@@ -39,8 +39,10 @@ from magi_code.providers.base import (
     ToolResult,
     ToolSpec,
     Usage,
+    UserText,
 )
 from magi_code.redact import redact
+from magi_code.runner import compaction
 from magi_code.runner.events import (
     Activity,
     Diagnostic,
@@ -119,6 +121,7 @@ class TurnSetup:
     workspace: Path
     env: Mapping[str, str]
     approvals: ApprovalBroker
+    context_window: int = compaction.DEFAULT_CONTEXT_WINDOW
 
 
 def new_id() -> str:
@@ -150,6 +153,8 @@ class Turn:
         self.segment: Segment | None = None
         self.open_activity: tuple[str, str, str, str] | None = None  # id, call, name, summary
         self.usage: Usage | None = None
+        self.counted = 0  # items in the request the last usage figure reports on
+        self.prompt_id = ""  # stored message id of this turn's prompt
 
     # ---- persistence -----------------------------------------------------------------------
 
@@ -162,7 +167,7 @@ class Turn:
     # ---- the run ---------------------------------------------------------------------------
 
     async def run(self, prompt: str) -> RunFinished:
-        message_id = new_id()
+        message_id = self.prompt_id = new_id()
         try:
             self.journal.append(
                 {
@@ -198,6 +203,8 @@ class Turn:
             ToolSpec(t.name, t.description, t.parameters) for t in self.setup.tools.values()
         )
         while True:
+            if compaction.due(items, self.usage, self.counted, self.setup.context_window):
+                items = await self.compact(items)
             calls = await self.stream(items, specs)
             await self.close_segment(partial=False)
             if not calls:
@@ -211,6 +218,7 @@ class Turn:
         request = ModelRequest(
             self.setup.model, self.setup.instructions, tuple(items), specs, self.setup.thinking
         )
+        self.counted = len(items)
         calls: list[ToolCall] = []
         events = cast(AsyncGenerator[ProviderEvent, None], self.setup.provider.stream(request))
         async with aclosing(events):  # cancellation closes the active request
@@ -284,6 +292,52 @@ class Turn:
             await self.emit.critical(
                 MessageReconcile(segment.message_id, part, piece, part == len(pieces) - 1, partial)
             )
+
+    # ---- compaction ------------------------------------------------------------------------
+
+    async def compact(self, items: list[Item]) -> list[Item]:
+        """Replace what came before this turn's prompt with a summary the model writes. A
+        failed summary leaves the items as they were: the run goes on uncompacted."""
+        keep = max(i for i, item in enumerate(items) if isinstance(item, UserText))
+        if keep == 0:
+            return items  # nothing before the prompt to summarize
+        self.activities += 1
+        if self.activities > limits.RUN_ACTIVITY_IDS:
+            raise RunFailed("execution_failed")
+        activity_id, name = new_id(), "compaction"
+        await self.emit.critical(
+            Activity(
+                activity_id, "compaction", "started", name, "Summarizing the earlier conversation"
+            )
+        )
+        request = ModelRequest(
+            self.setup.model,
+            compaction.SUMMARY_INSTRUCTIONS,
+            (*items[:keep], UserText("Summarize the conversation above.")),
+            thinking=self.setup.thinking,
+            purpose="compaction",
+        )
+        parts: list[str] = []
+        try:
+            events = cast(AsyncGenerator[ProviderEvent, None], self.setup.provider.stream(request))
+            async with aclosing(events):
+                async for event in events:
+                    if isinstance(event, TextDelta):
+                        parts.append(event.text)
+        except ProviderError:
+            parts = []
+        summary = "".join(parts).strip()
+        if not summary:
+            await self.emit.critical(
+                Activity(activity_id, "compaction", "failed", name, "The summary failed")
+            )
+            return items
+        self.record("compaction", text=summary, keep_from=self.prompt_id)
+        self.usage = None
+        await self.emit.critical(
+            Activity(activity_id, "compaction", "completed", name, f"Summarized {keep} items")
+        )
+        return [compaction.summary_item(summary), *items[keep:]]
 
     # ---- tools -----------------------------------------------------------------------------
 

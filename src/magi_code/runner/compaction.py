@@ -1,0 +1,45 @@
+"""Primary auto-compaction: when what the model would be shown outgrows a share of its
+context window, the conversation before the current prompt is replaced by a summary the
+model writes, recorded as a `compaction` record so later turns replay from it.
+
+Token counts come from the provider's last usage figure plus a bytes/4 estimate of what was
+added since; without a usage figure, the whole request is estimated at bytes/4.
+"""
+
+from collections.abc import Sequence
+
+from magi_code.providers.base import AssistantText, Item, ToolCall, ToolResult, Usage, UserText
+
+COMPACT_AT = 0.8  # share of the context window that triggers a compaction
+DEFAULT_CONTEXT_WINDOW = 128_000  # tokens, when the provider's settings name none
+SUMMARY_INSTRUCTIONS = (
+    "Summarize the conversation so far for your own later use: the user's goals, decisions "
+    "taken, files touched, commands run and their outcomes, and what remains to do. Be "
+    "complete but brief; do not address the user."
+)
+SUMMARY_PREFIX = "[Summary of the earlier conversation]\n"
+
+
+def item_bytes(item: Item) -> int:
+    if isinstance(item, UserText | AssistantText):
+        return len(item.text.encode("utf-8", "surrogatepass"))
+    if isinstance(item, ToolCall):
+        return len(item.arguments) + len(item.name)
+    if isinstance(item, ToolResult):
+        return len(item.output.encode("utf-8", "surrogatepass"))
+    return 0
+
+
+def estimate_tokens(items: Sequence[Item], usage: Usage | None, counted: int) -> int:
+    """`counted` items were part of the request `usage` reports on."""
+    if usage is None:
+        return sum(map(item_bytes, items)) // 4
+    return usage.input_tokens + usage.output_tokens + sum(map(item_bytes, items[counted:])) // 4
+
+
+def due(items: Sequence[Item], usage: Usage | None, counted: int, window: int) -> bool:
+    return estimate_tokens(items, usage, counted) > window * COMPACT_AT
+
+
+def summary_item(summary: str) -> UserText:
+    return UserText(SUMMARY_PREFIX + summary)
