@@ -231,6 +231,8 @@ def test_big_integers(host: Host) -> None:
 
 
 FLOATS = [0.1, 1.5, -2.25, 1e16, 1e-5, 123456.789, 1e300, 5e-324, -0.0, 100.0, 1e15]
+# Powers of two and others whose correctly rounded digits miss and a neighbour reads back.
+FLOATS += [2.0**-24, 5.858190679279809e-244, 5.426657103235053e-166, 5.986310706507379e51]
 
 
 def test_floats_as_python_writes_them(host: Host) -> None:

@@ -356,13 +356,50 @@ local function byte_less(a, b)
   return #a < #b
 end
 
+-- "d.ddde+XX" with its last digit moved by delta (+1 or -1); nil when the first digit
+-- would carry out (the exponent would change).
+local function nudge(s, delta)
+  local sign, d1, rest, e = string.match(s, "^(-?)(%d)%.?(%d*)e([-+]%d+)$")
+  local digits = d1 .. rest
+  local t, n = {}, #digits
+  for i = 1, n do
+    t[i] = tonumber(sub(digits, i, i))
+  end
+  t[n] = t[n] + delta
+  local i = n
+  while i > 1 and (t[i] < 0 or t[i] > 9) do
+    local carry = t[i] < 0 and -1 or 1
+    t[i] = t[i] - 10 * carry
+    t[i - 1] = t[i - 1] + carry
+    i = i - 1
+  end
+  if t[1] < 1 or t[1] > 9 then
+    return nil
+  end
+  for k = 1, n do
+    t[k] = format("%d", t[k])
+  end
+  local out = table.concat(t)
+  return sign .. sub(out, 1, 1) .. (n > 1 and "." .. sub(out, 2) or "") .. "e" .. e
+end
+
 -- A float as Python's repr writes it: the shortest digits that read back the same, in
--- fixed notation for exponents -4..15 and scientific notation otherwise.
+-- fixed notation for exponents -4..15 and scientific notation otherwise. The correctly
+-- rounded p digits can miss where a neighbour reads back (a power of two has a narrower
+-- interval below it), as 2^-24 = 5.960464477539063e-08 shows.
 local function float_repr(x)
   local s
   for p = 0, 16 do
     s = format("%." .. p .. "e", x)
     if tonumber(s) == x then
+      break
+    end
+    local up, down = nudge(s, 1), nudge(s, -1)
+    if up and tonumber(up) == x then
+      s = up
+      break
+    elseif down and tonumber(down) == x then
+      s = down
       break
     end
   end
