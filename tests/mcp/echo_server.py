@@ -1,7 +1,8 @@
 """A tiny real MCP stdio server for tests: `python echo_server.py MODE PIDFILE [DELAY]`.
 
 Modes:
-- ok: tools `echo(text)` (returns the text) and `fail()` (an error result).
+- ok: tools `echo(text)` (returns the text), `fail()` (an error result) and `nap(seconds)`
+  (sleeps, then returns "awake").
 - exit-init: reads the initialize request, waits DELAY seconds, exits 3 without answering.
 - hang: never reads or answers; ignores stdin EOF (SIGTERM ends it).
 - stubborn: like ok, but ignores SIGTERM and stdin EOF, so only SIGKILL ends it.
@@ -50,6 +51,14 @@ def serve() -> None:
     def fail() -> str:
         """Always fails."""
         raise ValueError("this tool always fails")
+
+    @server.tool()
+    async def nap(seconds: float) -> str:
+        """Sleep, then answer."""
+        import anyio
+
+        await anyio.sleep(seconds)
+        return "awake"
 
     server.run("stdio")
 
