@@ -86,6 +86,8 @@ class McpManager:
         """Connect every enabled server of `servers` (raw settings tables), or none."""
         enabled = parse_servers(servers)
         require_approved(enabled, approved)
+        if cancel is not None and cancel.is_set():
+            raise McpCancelled
         manager = cls(enabled, _server_env(os.environ if env is None else env), cwd)
         if not enabled:
             return manager
