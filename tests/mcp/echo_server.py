@@ -1,8 +1,8 @@
 """A tiny real MCP stdio server for tests: `python echo_server.py MODE PIDFILE [DELAY]`.
 
 Modes:
-- ok: tools `echo(text)` (returns the text), `fail()` (an error result) and `nap(seconds)`
-  (sleeps, then returns "awake").
+- ok: tools `echo(text)` (returns the text), `fail()` (an error result), `nap(seconds)`
+  (sleeps, then returns "awake") and `die()` (the server exits without answering).
 - exit-init: reads the initialize request, waits DELAY seconds, exits 3 without answering.
 - hang: never reads or answers; ignores stdin EOF (SIGTERM ends it).
 - stubborn: like ok, but ignores SIGTERM and stdin EOF, so only SIGKILL ends it.
@@ -59,6 +59,11 @@ def serve() -> None:
 
         await anyio.sleep(seconds)
         return "awake"
+
+    @server.tool()
+    def die() -> str:
+        """Exit the server at once."""
+        os._exit(1)
 
     server.run("stdio")
 

@@ -14,7 +14,8 @@ from magi_code.mcp.definitions import canonical_digest
 from magi_code.mcp.errors import McpCancelled, McpUnavailable
 from magi_code.mcp.limits import CLOSE_S, STDIN_GRACE_S, TERM_GRACE_S
 from magi_code.mcp.manager import McpManager
-from magi_code.tools.base import ToolContext, ToolOutcome
+from magi_code.tools.base import ToolContext, ToolInputError, ToolOutcome
+from magi_code.tools.limits import ARGUMENTS_BYTES
 from magi_code.tools.policy import Policy
 
 MakeDef = Callable[..., Definition]
@@ -63,7 +64,7 @@ def test_no_enabled_server_starts_nothing(server_def: MakeDef) -> None:
 
 def test_approved_server_connects_and_lists_tools(started: McpManager) -> None:
     tools = started.tools()
-    assert set(tools) == {"mcp__echo__echo", "mcp__echo__fail", "mcp__echo__nap"}
+    assert set(tools) == {f"mcp__echo__{t}" for t in ("echo", "fail", "nap", "die")}
     echo = tools["mcp__echo__echo"]
     assert echo.description == "Return the text."
     assert "text" in echo.parameters["properties"]  # type: ignore[operator]
@@ -110,6 +111,33 @@ def test_cancelled_call_is_cancelled_and_the_connection_stays_usable(
     assert anyio.run(go) < 2.0
     result = call(started, "mcp__echo__echo", '{"text": "still here"}', tmp_path)
     assert result.ok and result.output == "still here"
+
+
+def test_server_dying_mid_call_fails_the_call_not_the_caller(
+    started: McpManager, tmp_path: Path
+) -> None:
+    began = time.monotonic()
+    assert not call(started, "mcp__echo__die", "{}", tmp_path).ok
+    assert not call(started, "mcp__echo__echo", '{"text": "x"}', tmp_path).ok
+    assert time.monotonic() - began < 5.0
+    (pid,) = started.pids()
+    assert gone_within(pid, 2.0)
+
+
+def test_arguments_must_be_one_json_object(started: McpManager) -> None:
+    tool = started.tools()["mcp__echo__echo"]
+    assert tool.parse('{"text": "x"}').arguments == {"text": "x"}
+    for bad, code in [
+        ("[1]", "invalid_arguments"),
+        ("{", "invalid_json"),
+        ('{"a":1,"a":2}', "invalid_json"),
+    ]:
+        with pytest.raises(ToolInputError) as caught:
+            tool.parse(bad)
+        assert caught.value.code == code
+    with pytest.raises(ToolInputError) as caught:
+        tool.parse('{"text": "' + "x" * ARGUMENTS_BYTES + '"}')
+    assert caught.value.code == "arguments_too_large"
 
 
 def test_one_failing_server_fails_startup_and_ends_the_other(server_def: MakeDef) -> None:

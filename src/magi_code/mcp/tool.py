@@ -50,7 +50,7 @@ class McpTool:
         ):
             raise ToolInputError("arguments_too_large")
         try:
-            value = json.loads(arguments or "{}")
+            value = json.loads(arguments or "{}", object_pairs_hook=_no_duplicates)
         except (ValueError, RecursionError):
             raise ToolInputError("invalid_json") from None
         if not isinstance(value, dict):
@@ -75,6 +75,13 @@ class McpTool:
             return outcome(label, None)  # the manager closed under the call
         finally:
             future.cancel()  # a no-op once done; otherwise cancels the call on its loop
+
+
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise ValueError("duplicate key")
+    return out
 
 
 def outcome(label: str, result: mcp_types.CallToolResult | None) -> ToolOutcome:
