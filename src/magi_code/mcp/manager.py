@@ -67,6 +67,7 @@ class McpManager:
         self.connections = {name: Connection(server) for name, server in servers.items()}
         self.env, self.cwd = env, cwd
         self._changed = threading.Event()
+        self._closing = threading.Lock()
         self._portal_cm: contextlib.AbstractContextManager[BlockingPortal] | None = None
         self.portal: BlockingPortal | None = None
 
@@ -116,20 +117,22 @@ class McpManager:
         return [c.pid for c in self.connections.values() if c.pid is not None]
 
     def close(self, timeout: float = CLOSE_S) -> None:
-        """Shut every server down at once; wait at most `timeout`; SIGKILL what is left."""
-        if self.portal is None or self._portal_cm is None:
+        """Shut every server down at once; wait at most `timeout`; SIGKILL what is left.
+        Idempotent and thread-safe; calls submitted afterwards fail at once."""
+        with self._closing:
+            portal, portal_cm = self.portal, self._portal_cm
+            self.portal = self._portal_cm = None
+        if portal is None or portal_cm is None:
             return
         end = time.monotonic() + timeout
         with contextlib.suppress(RuntimeError):  # the portal already stopped
-            self.portal.call(self._cancel_owners)
+            portal.call(self._cancel_owners)
         for connection in self.connections.values():
             connection.done.wait(max(0.0, end - time.monotonic()))
         for connection in self.connections.values():
             if not connection.done.is_set() and connection.pid is not None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(connection.pid, signal.SIGKILL)
-        portal, portal_cm = self.portal, self._portal_cm
-        self.portal = self._portal_cm = None
         closer = threading.Thread(target=_stop_portal, args=(portal, portal_cm), daemon=True)
         closer.start()
         closer.join(max(0.0, end - time.monotonic()))
@@ -138,9 +141,10 @@ class McpManager:
         self, server: str, tool: str, arguments: dict[str, Any]
     ) -> "concurrent.futures.Future[ToolOutcome]":
         """Start one tools/call on the manager's loop. RuntimeError once the manager is closed."""
-        if self.portal is None:
+        portal = self.portal
+        if portal is None:
             raise RuntimeError("closed")
-        return self.portal.start_task_soon(self._call, self.connections[server], tool, arguments)
+        return portal.start_task_soon(self._call, self.connections[server], tool, arguments)
 
     def _wait_connected(self, cancel: threading.Event | None, deadline: float) -> None:
         # Two threading events cannot be awaited together: wake on progress, poll `cancel`.
