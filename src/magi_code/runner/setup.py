@@ -51,6 +51,9 @@ def turn_setup(
 ) -> TurnSetup:
     provider_id, model, thinking = selection
     provider_id = provider_id or admitted.provider
+    tools = builtin_tools()
+    if admitted.mcp is not None:
+        tools |= admitted.mcp.tools()
     return TurnSetup(
         session_id=session_id,
         run_id=run_id,
@@ -58,7 +61,7 @@ def turn_setup(
         instructions=admitted.instructions,
         thinking=thinking,
         provider=make_provider(admitted, provider_id),
-        tools=builtin_tools(),
+        tools=tools,
         policy=Policy.from_settings(admitted.settings.get("permissions")),
         workspace=Path(admitted.cwd),
         env=tool_env(admitted),

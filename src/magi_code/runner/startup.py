@@ -1,20 +1,28 @@
-"""Admitted startup, shared by every face: paths, settings, instructions, provider readiness.
+"""Admitted startup, shared by every face: paths, settings, instructions, provider readiness,
+MCP servers.
 
 `admit` is the only code that creates MC_HOME's runtime directories, reads settings and
-credentials, and checks provider readiness. It never performs a network request. Its result,
-`Admitted`, is the one configuration snapshot a process uses; settings changes need a
-restart. Failures are `StartupError` with one of the protocol's startup codes.
+credentials, checks provider readiness and connects the enabled, globally approved MCP servers
+(last, once everything else passed). It never performs a network request of its own. Its
+result, `Admitted`, is the one configuration snapshot a process uses; settings changes need a
+restart. Whoever receives an `Admitted` owns its `mcp` manager and closes it at teardown.
+Failures are `StartupError` with one of the protocol's startup codes.
 """
 
 import hashlib
 import json
 import os
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from magi_code.config import paths, settings
 from magi_code.context import instructions
 from magi_code.limits import NAME_BYTES
+
+if TYPE_CHECKING:
+    import threading
+
+    from magi_code.mcp.manager import McpManager
 
 
 class StartupError(Exception):
@@ -33,6 +41,7 @@ class Admitted(NamedTuple):
     instructions: str
     context_id: str
     env: Mapping[str, str]
+    mcp: "McpManager | None" = None  # connected MCP servers, None when none is enabled
 
     @property
     def provider_conf(self) -> dict[str, Any]:
@@ -57,7 +66,8 @@ def safe_name(name: str | None) -> str | None:
     return None if looks_secret(name) else name
 
 
-def admit(cwd: str, env: Mapping[str, str]) -> Admitted:
+def admit(cwd: str, env: Mapping[str, str], cancel: "threading.Event | None" = None) -> Admitted:
+    """The admitted snapshot; `cancel` (set by shutdown) stops a pending MCP startup."""
     home = paths.resolve_home(env)
     try:
         where = paths.ensure_runtime_dirs(home)
@@ -77,6 +87,7 @@ def admit(cwd: str, env: Mapping[str, str]) -> Admitted:
     check_mcp(conf)
     check_permissions(conf)
     check_provider(conf, where, env)
+    manager = start_mcp(conf, env, canonical_cwd, cancel)
     return Admitted(
         paths=where,
         cwd=canonical_cwd,
@@ -87,16 +98,51 @@ def admit(cwd: str, env: Mapping[str, str]) -> Admitted:
         instructions=told,
         context_id=context_id(canonical_cwd, [where.home]),
         env=env,
+        mcp=manager,
     )
 
 
 def check_mcp(conf: Mapping[str, Any]) -> None:
-    """Enabled MCP servers must be globally approved; this build connects none yet."""
-    servers = conf.get("mcp", {}).get("servers", {})
+    """Every server definition has a good shape and every enabled one is globally approved
+    (`settings.load` keeps only the global `mcp.approved`). Spawns nothing; imports the MCP
+    definitions only when a server is enabled."""
+    if not _mcp_enabled(conf):
+        return
+    from magi_code.mcp.definitions import approved_digests, enabled_servers, require_approved
+    from magi_code.mcp.errors import DefinitionError, McpUnavailable
+
+    try:
+        require_approved(enabled_servers(conf), approved_digests(conf))
+    except DefinitionError as exc:
+        raise StartupError("configuration_invalid") from exc
+    except McpUnavailable as exc:
+        raise StartupError("mcp_unavailable") from exc
+
+
+def start_mcp(
+    conf: Mapping[str, Any], env: Mapping[str, str], cwd: str, cancel: "threading.Event | None"
+) -> "McpManager | None":
+    """Connect every enabled, approved server (the SDK loads only then); None when none is."""
+    if not _mcp_enabled(conf):
+        return None
+    from magi_code.mcp.definitions import approved_digests
+    from magi_code.mcp.errors import McpStartupError
+    from magi_code.mcp.manager import McpManager
+
+    try:
+        return McpManager.start(
+            conf["mcp"]["servers"], cancel, approved=approved_digests(conf), env=env, cwd=cwd
+        )
+    except McpStartupError as exc:
+        raise StartupError(exc.code) from exc
+
+
+def _mcp_enabled(conf: Mapping[str, Any]) -> bool:
+    table = conf.get("mcp", {})
+    servers = table.get("servers", {}) if isinstance(table, Mapping) else None
     if not isinstance(servers, Mapping):
         raise StartupError("configuration_invalid")
-    if any(isinstance(s, Mapping) and s.get("enabled") for s in servers.values()):
-        raise StartupError("mcp_unavailable")
+    return any(isinstance(s, Mapping) and s.get("enabled") for s in servers.values())
 
 
 def check_permissions(conf: Mapping[str, Any]) -> None:

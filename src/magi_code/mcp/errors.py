@@ -1,0 +1,26 @@
+"""The closed set of MCP startup failures, as protocol startup codes. No text, no paths."""
+
+
+class McpStartupError(Exception):
+    code = "mcp_unavailable"
+
+    def __init__(self) -> None:
+        super().__init__(self.code)
+
+
+class McpUnavailable(McpStartupError):
+    """An enabled server is unapproved, failed to start, or missed its deadline."""
+
+    code = "mcp_unavailable"
+
+
+class McpCancelled(McpStartupError):
+    """Startup was cancelled (shutdown) before every server connected."""
+
+    code = "startup_cancelled"
+
+
+class DefinitionError(ValueError):
+    """The `[mcp]` settings have a bad shape. Carries no settings text."""
+
+    code = "configuration_invalid"

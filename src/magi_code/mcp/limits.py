@@ -1,0 +1,25 @@
+"""Bounds of MCP server connections, once. Tests import them from here."""
+
+# Startup: spawn + initialize handshake + tools/list of one server, under one deadline.
+CONNECT_S = 10.0
+LIST_PAGES = 32  # tools/list pages followed per server
+TOOLS_PER_SERVER = 512  # a server listing more fails startup
+
+# One JSON-RPC message from a server (one stdout line, LF excluded); a longer line ends it.
+MESSAGE_BYTES = 16 * 1024 * 1024
+
+# One tools/call, from request to result.
+CALL_TIMEOUT_S = 300.0
+
+# Tool metadata handed to the model.
+TOOL_NAME_CHARS = 64
+DESCRIPTION_CHARS = 4096
+
+# Shutdown: stdin is closed first; a server still running after STDIN_GRACE_S gets SIGTERM
+# on its process group, then SIGKILL after TERM_GRACE_S.
+STDIN_GRACE_S = 0.5
+TERM_GRACE_S = 0.5
+CLOSE_S = 2.0  # what McpManager.close waits for, by default, before SIGKILL
+
+# How often a thread waiting on startup looks at its cancel event.
+CANCEL_POLL_S = 0.02

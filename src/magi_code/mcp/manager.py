@@ -1,0 +1,235 @@
+"""McpManager: the connected MCP servers of one process, in their own event-loop thread.
+
+Rules:
+- One owner task per connection, in a loop thread of the manager's own (a blocking portal):
+  it spawns the server, runs the initialize handshake and tools/list under one CONNECT_S
+  deadline, then holds the session until it is cancelled. Its exit always ends the process.
+- `start` is synchronous, for a plain worker thread. Every enabled server must be globally
+  approved before anything is spawned. It returns once every server is connected; the first
+  failure, the deadline, or the caller's cancel event stops it, after every server already
+  started has been closed, with McpUnavailable or McpCancelled. It never prompts for login.
+- `close` cancels every owner at once, so every connected server has its stdin closed before
+  any wait for an exit begins; it waits at most `timeout`, then SIGKILLs what is left.
+- Tool calls are tasks of the manager's loop too; a caller on another loop awaits them through
+  a future it cancels on its own cancellation (see `tool.McpTool.run`).
+"""
+
+import concurrent.futures
+import contextlib
+import math
+import os
+import signal
+import threading
+import time
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import mcp_types
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp.shared.exceptions import MCPError
+
+from magi_code.mcp.definitions import ServerDef, parse_servers, require_approved
+from magi_code.mcp.errors import McpCancelled, McpUnavailable
+from magi_code.mcp.limits import (
+    CALL_TIMEOUT_S,
+    CANCEL_POLL_S,
+    CLOSE_S,
+    CONNECT_S,
+    LIST_PAGES,
+    TOOLS_PER_SERVER,
+)
+from magi_code.mcp.transport import open_stdio
+from magi_code.tools.base import Tool, ToolOutcome
+from mcp import ClientSession
+
+CLIENT_INFO = mcp_types.Implementation(name="magi-code", version="0.1.0")
+# What a server inherits from our environment, besides its own `env` table: never credentials.
+INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")
+_CALL_ERRORS = (MCPError, RuntimeError, ValueError, anyio.BrokenResourceError)
+
+
+@dataclass
+class Connection:
+    server: ServerDef
+    pid: int | None = None
+    session: ClientSession | None = None
+    tools: list[mcp_types.Tool] = field(default_factory=list)
+    scope: anyio.CancelScope | None = None  # touched only in the manager's loop
+    stopping: bool = False  # likewise
+    ready: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class McpManager:
+    def __init__(self, servers: Mapping[str, ServerDef], env: Mapping[str, str], cwd: str | None):
+        self.connections = {name: Connection(server) for name, server in servers.items()}
+        self.env, self.cwd = env, cwd
+        self._changed = threading.Event()
+        self._closing = threading.Lock()
+        self._portal_cm: contextlib.AbstractContextManager[BlockingPortal] | None = None
+        self.portal: BlockingPortal | None = None
+
+    # ---- the synchronous facade ------------------------------------------------------------
+
+    @classmethod
+    def start(
+        cls,
+        servers: Mapping[str, Mapping[str, Any]],
+        cancel: threading.Event | None = None,
+        *,
+        approved: Collection[str],
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        connect_s: float = CONNECT_S,
+    ) -> "McpManager":
+        """Connect every enabled server of `servers` (raw settings tables), or none."""
+        enabled = parse_servers(servers)
+        require_approved(enabled, approved)
+        if cancel is not None and cancel.is_set():
+            raise McpCancelled
+        manager = cls(enabled, _server_env(os.environ if env is None else env), cwd)
+        if not enabled:
+            return manager
+        manager._portal_cm = start_blocking_portal("asyncio", name="mcp")
+        manager.portal = manager._portal_cm.__enter__()
+        for connection in manager.connections.values():
+            manager.portal.start_task_soon(manager._own, connection, connect_s)
+        try:
+            manager._wait_connected(cancel, time.monotonic() + connect_s + CLOSE_S)
+        except BaseException:
+            manager.close(CLOSE_S)
+            raise
+        return manager
+
+    def tools(self) -> dict[str, Tool[Any]]:
+        from magi_code.mcp.tool import McpTool
+
+        out: dict[str, Tool[Any]] = {}
+        for name, connection in self.connections.items():
+            for listed in connection.tools:
+                tool = McpTool(self, name, listed)
+                out.setdefault(tool.name, tool)
+        return out
+
+    def pids(self) -> list[int]:
+        return [c.pid for c in self.connections.values() if c.pid is not None]
+
+    def close(self, timeout: float = CLOSE_S) -> None:
+        """Shut every server down at once; wait at most `timeout`; SIGKILL what is left.
+        Idempotent and thread-safe; calls submitted afterwards fail at once."""
+        with self._closing:
+            portal, portal_cm = self.portal, self._portal_cm
+            self.portal = self._portal_cm = None
+        if portal is None or portal_cm is None:
+            return
+        end = time.monotonic() + timeout
+        with contextlib.suppress(RuntimeError):  # the portal already stopped
+            portal.call(self._cancel_owners)
+        for connection in self.connections.values():
+            connection.done.wait(max(0.0, end - time.monotonic()))
+        for connection in self.connections.values():
+            if not connection.done.is_set() and connection.pid is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(connection.pid, signal.SIGKILL)
+        closer = threading.Thread(target=_stop_portal, args=(portal, portal_cm), daemon=True)
+        closer.start()
+        closer.join(max(0.0, end - time.monotonic()))
+
+    def submit(
+        self, server: str, tool: str, arguments: dict[str, Any]
+    ) -> "concurrent.futures.Future[ToolOutcome]":
+        """Start one tools/call on the manager's loop. RuntimeError once the manager is closed."""
+        portal = self.portal
+        if portal is None:
+            raise RuntimeError("closed")
+        return portal.start_task_soon(self._call, self.connections[server], tool, arguments)
+
+    def _wait_connected(self, cancel: threading.Event | None, deadline: float) -> None:
+        # Two threading events cannot be awaited together: wake on progress, poll `cancel`.
+        connections = list(self.connections.values())
+        while True:
+            if cancel is not None and cancel.is_set():
+                raise McpCancelled
+            if any(c.done.is_set() for c in connections) or time.monotonic() >= deadline:
+                raise McpUnavailable
+            if all(c.ready.is_set() for c in connections):
+                return
+            self._changed.wait(CANCEL_POLL_S)
+            self._changed.clear()
+
+    # ---- in the manager's loop -------------------------------------------------------------
+
+    async def _own(self, connection: Connection, connect_s: float) -> None:
+        env = {**self.env, **connection.server.env}
+        try:
+            with anyio.CancelScope(deadline=anyio.current_time() + connect_s) as scope:
+                connection.scope = scope
+                if connection.stopping:
+                    return
+                async with (
+                    open_stdio(connection.server, env, self.cwd) as (process, read, write),
+                    ClientSession(read, write, client_info=CLIENT_INFO) as session,
+                ):
+                    connection.pid = process.pid
+                    await session.initialize()
+                    connection.tools = await _list_tools(session)
+                    connection.session = session
+                    scope.deadline = math.inf
+                    connection.ready.set()
+                    self._changed.set()
+                    await anyio.sleep_forever()
+        finally:
+            connection.session = None
+            connection.done.set()
+            self._changed.set()
+
+    def _cancel_owners(self) -> None:
+        for connection in self.connections.values():
+            connection.stopping = True
+            if connection.scope is not None:
+                connection.scope.cancel()
+
+    async def _call(
+        self, connection: Connection, tool: str, arguments: dict[str, Any]
+    ) -> ToolOutcome:
+        from magi_code.mcp.tool import outcome
+
+        label = f"{connection.server.name}.{tool}"
+        session = connection.session
+        if session is None:
+            return outcome(label, None)
+        try:
+            result = await session.call_tool(tool, arguments, read_timeout_seconds=CALL_TIMEOUT_S)
+        except _CALL_ERRORS:
+            return outcome(label, None)
+        return outcome(label, result)
+
+
+async def _list_tools(session: ClientSession) -> list[mcp_types.Tool]:
+    tools: list[mcp_types.Tool] = []
+    cursor: str | None = None
+    for _ in range(LIST_PAGES):
+        params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_tools(params=params)
+        tools += page.tools
+        if len(tools) > TOOLS_PER_SERVER:
+            raise McpUnavailable
+        cursor = page.next_cursor
+        if not cursor:
+            return tools
+    raise McpUnavailable
+
+
+def _server_env(env: Mapping[str, str]) -> dict[str, str]:
+    return {name: env[name] for name in INHERITED_ENV if name in env}
+
+
+def _stop_portal(
+    portal: BlockingPortal, portal_cm: contextlib.AbstractContextManager[BlockingPortal]
+) -> None:
+    """Cancel what still runs on the loop (calls in flight), then end the loop thread."""
+    with contextlib.suppress(RuntimeError):
+        portal.call(portal.stop, True)
+    portal_cm.__exit__(None, None, None)

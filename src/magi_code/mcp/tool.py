@@ -1,0 +1,98 @@
+"""McpTool: one tool of a connected MCP server, as a magi_code Tool.
+
+Rules:
+- Named `mcp__<server>__<tool>` (see `names`); description and input schema come from the
+  server, the description bounded. Arguments must be one JSON object; the server checks them
+  against its own schema.
+- Access kind "shell": with no rule, the policy's `default_shell` (ask) decides, the strictest
+  default, since an MCP server can do anything its process can. `command` stays None, so shell
+  command patterns never match an MCP call; rules name these tools by `tool`.
+- Summaries name the server and tool, never arguments or results.
+- The call runs on the manager's loop; `run` awaits it from the caller's loop through a
+  worker thread, and cancels it there when the caller is cancelled.
+"""
+
+import concurrent.futures
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp_types
+
+from magi_code.mcp.limits import DESCRIPTION_CHARS
+from magi_code.mcp.names import tool_name
+from magi_code.tools.base import Access, ToolContext, ToolInputError, ToolOutcome
+from magi_code.tools.limits import ARGUMENTS_BYTES
+from magi_code.tools.summaries import safe_summary
+
+if TYPE_CHECKING:
+    from magi_code.mcp.manager import McpManager
+
+
+@dataclass(frozen=True)
+class McpArgs:
+    arguments: dict[str, Any]
+
+
+class McpTool:
+    def __init__(self, manager: "McpManager", server: str, listed: mcp_types.Tool) -> None:
+        self.manager, self.server, self.tool = manager, server, listed.name
+        self.name = tool_name(server, listed.name)
+        self.description = (listed.description or f"MCP tool {listed.name} of {server}")[
+            :DESCRIPTION_CHARS
+        ]
+        self.parameters: dict[str, object] = dict(listed.input_schema)
+
+    def parse(self, arguments: str) -> McpArgs:
+        if len(arguments) > ARGUMENTS_BYTES or len(arguments.encode("utf-8", "replace")) > (
+            ARGUMENTS_BYTES
+        ):
+            raise ToolInputError("arguments_too_large")
+        try:
+            value = json.loads(arguments or "{}", object_pairs_hook=_no_duplicates)
+        except (ValueError, RecursionError):
+            raise ToolInputError("invalid_json") from None
+        if not isinstance(value, dict):
+            raise ToolInputError("invalid_arguments")
+        return McpArgs(value)
+
+    def access(self, args: McpArgs, ctx: ToolContext) -> Access:
+        return Access("shell")
+
+    def describe(self, args: McpArgs, ctx: ToolContext) -> str:
+        return safe_summary(f"mcp: {self.server}.{self.tool}")
+
+    async def run(self, args: McpArgs, ctx: ToolContext) -> ToolOutcome:
+        label = f"{self.server}.{self.tool}"
+        try:
+            future = self.manager.submit(self.server, self.tool, args.arguments)
+        except RuntimeError:
+            return outcome(label, None)
+        try:
+            return await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True)
+        except concurrent.futures.CancelledError:
+            return outcome(label, None)  # the manager closed under the call
+        finally:
+            future.cancel()  # a no-op once done; otherwise cancels the call on its loop
+
+
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise ValueError("duplicate key")
+    return out
+
+
+def outcome(label: str, result: mcp_types.CallToolResult | None) -> ToolOutcome:
+    """The model's view of a call result; None means no result (error, timeout, closed)."""
+    if result is None:
+        return ToolOutcome(False, "error: the MCP server gave no result", f"{label} failed")
+    parts = [
+        block.text if isinstance(block, mcp_types.TextContent) else f"[{block.type} content]"
+        for block in result.content
+    ]
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
+    ok = not result.is_error
+    return ToolOutcome(ok, "\n".join(parts), f"{label} {'completed' if ok else 'failed'}")

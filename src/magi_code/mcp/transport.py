@@ -1,0 +1,129 @@
+"""The stdio transport of one MCP server: the process, its pipes, and its bounded shutdown.
+
+Rules:
+- The server starts in a new session (its pid is its process group), with stdin/stdout pipes
+  and stderr to /dev/null: nothing it prints reaches our stderr, and it inherits no other
+  descriptor of ours (close_fds), so never the protocol's.
+- Messages are LF-terminated JSON-RPC lines, split on bytes; a line longer than MESSAGE_BYTES
+  ends the connection rather than growing a buffer without bound.
+- Shutdown, shielded from cancellation: close stdin (the MCP stdio shutdown), wait
+  STDIN_GRACE_S for the exit, then SIGTERM and SIGKILL the whole group.
+"""
+
+import subprocess
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager, suppress
+
+import anyio
+import anyio.abc
+import mcp_types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import SessionMessage
+
+from magi_code.mcp.definitions import ServerDef
+from magi_code.mcp.limits import MESSAGE_BYTES, STDIN_GRACE_S, TERM_GRACE_S
+from magi_code.tools.processes import kill_group
+
+Incoming = SessionMessage | Exception
+_EXIT_POLL_S = 0.01
+_PIPE_ERRORS = (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
+
+
+@asynccontextmanager
+async def open_stdio(
+    server: ServerDef, env: Mapping[str, str], cwd: str | None
+) -> AsyncIterator[
+    tuple[
+        anyio.abc.Process,
+        MemoryObjectReceiveStream[Incoming],
+        MemoryObjectSendStream[SessionMessage],
+    ]
+]:
+    # Shielded: a cancellation landing inside the spawn would orphan a started server.
+    with anyio.CancelScope(shield=True):
+        process = await anyio.open_process(
+            [server.command, *server.args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=dict(env),
+            cwd=cwd,
+            start_new_session=True,
+        )
+    read_send, read_recv = anyio.create_memory_object_stream[Incoming](0)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_read, process, read_send)
+            tg.start_soon(_write, process, write_recv, read_send)
+            try:
+                yield process, read_recv, write_send
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await stop(process)
+        for stream in (read_send, read_recv, write_send, write_recv):
+            stream.close()
+
+
+async def stop(process: anyio.abc.Process) -> None:
+    """Close stdin, give the server STDIN_GRACE_S to exit, then end its group. Call shielded."""
+    if process.stdin is not None:
+        with suppress(*_PIPE_ERRORS):
+            await process.stdin.aclose()
+    with anyio.move_on_after(STDIN_GRACE_S):
+        # returncode, not wait(): on 3.11 wait() also waits for pipe EOF, which a grandchild
+        # holding stdout would postpone.
+        while process.returncode is None:
+            await anyio.sleep(_EXIT_POLL_S)
+    await kill_group(process, TERM_GRACE_S)
+    with suppress(*_PIPE_ERRORS):
+        await process.aclose()
+
+
+async def _read(process: anyio.abc.Process, send: MemoryObjectSendStream[Incoming]) -> None:
+    stdout = process.stdout
+    assert stdout is not None
+    pending = bytearray()
+    with suppress(*_PIPE_ERRORS):
+        async with send:
+            async for chunk in stdout:
+                start = 0
+                while (end := chunk.find(b"\n", start)) >= 0:
+                    pending += chunk[start:end]
+                    start = end + 1
+                    if len(pending) > MESSAGE_BYTES:
+                        return
+                    if pending.strip():
+                        await send.send(_parse(bytes(pending)))
+                    pending.clear()
+                pending += chunk[start:]
+                if len(pending) > MESSAGE_BYTES:
+                    return  # closing `send` ends the session: pending requests fail
+
+
+def _parse(line: bytes) -> Incoming:
+    """One message, or the parse error as a value for the session to see (never raised)."""
+    try:
+        message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValueError as exc:
+        return exc
+    return SessionMessage(message)
+
+
+async def _write(
+    process: anyio.abc.Process,
+    receive: MemoryObjectReceiveStream[SessionMessage],
+    incoming: MemoryObjectSendStream[Incoming],
+) -> None:
+    stdin = process.stdin
+    assert stdin is not None
+    async with receive:
+        async for message in receive:
+            line = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+            try:
+                await stdin.send(line.encode("utf-8"))
+            except _PIPE_ERRORS:
+                incoming.close()  # the server stopped reading: let the session see the end
+                return

@@ -1,0 +1,72 @@
+"""A tiny real MCP stdio server for tests: `python echo_server.py MODE PIDFILE [DELAY]`.
+
+Modes:
+- ok: tools `echo(text)` (returns the text), `fail()` (an error result), `nap(seconds)`
+  (sleeps, then returns "awake") and `die()` (the server exits without answering).
+- exit-init: reads the initialize request, waits DELAY seconds, exits 3 without answering.
+- hang: never reads or answers; ignores stdin EOF (SIGTERM ends it).
+- stubborn: like ok, but ignores SIGTERM and stdin EOF, so only SIGKILL ends it.
+Every mode writes its pid to PIDFILE first. Imports stay inside the modes that need them.
+"""
+
+import os
+import sys
+import time
+
+
+def main() -> None:
+    mode, pidfile = sys.argv[1], sys.argv[2]
+    delay = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
+    with open(pidfile + ".tmp", "w") as handle:
+        handle.write(str(os.getpid()))
+    os.replace(pidfile + ".tmp", pidfile)
+    if mode == "exit-init":
+        sys.stdin.buffer.readline()
+        time.sleep(delay)
+        os._exit(3)
+    if mode == "hang":
+        while True:
+            time.sleep(60)
+    if mode == "stubborn":
+        import signal
+
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    serve()
+    if mode == "stubborn":
+        while True:
+            time.sleep(60)
+
+
+def serve() -> None:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("echo")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Return the text."""
+        return text
+
+    @server.tool()
+    def fail() -> str:
+        """Always fails."""
+        raise ValueError("this tool always fails")
+
+    @server.tool()
+    async def nap(seconds: float) -> str:
+        """Sleep, then answer."""
+        import anyio
+
+        await anyio.sleep(seconds)
+        return "awake"
+
+    @server.tool()
+    def die() -> str:
+        """Exit the server at once."""
+        os._exit(1)
+
+    server.run("stdio")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""Definitions, digests, approval and tool names: the pure parts of MCP support."""
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from magi_code.config import settings
+from magi_code.mcp.definitions import (
+    approved_digests,
+    canonical_digest,
+    enabled_servers,
+    parse_servers,
+    require_approved,
+)
+from magi_code.mcp.errors import DefinitionError, McpUnavailable
+from magi_code.mcp.limits import TOOL_NAME_CHARS
+from magi_code.mcp.names import tool_name
+
+FILES = {"command": "python", "args": ["-m", "srv"], "env": {"K": "v"}, "enabled": True}
+
+
+def test_digest_is_sha256_of_the_canonical_json() -> None:
+    canonical = '{"args":["-m","srv"],"command":"python","env":{"K":"v"},"name":"files"}'
+    assert canonical_digest("files", FILES) == hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def test_digest_is_stable_across_key_order_and_ignores_enabled() -> None:
+    reordered = {"enabled": False, "env": {"K": "v"}, "args": ["-m", "srv"], "command": "python"}
+    assert canonical_digest("files", reordered) == canonical_digest("files", FILES)
+    bare = {"command": "python"}
+    assert canonical_digest("x", bare) == canonical_digest("x", {**bare, "args": [], "env": {}})
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"command": "python3"}, {"args": ["-m", "other"]}, {"env": {"K": "w"}}, {"env": {}}],
+)
+def test_any_change_of_the_definition_changes_the_digest(change: dict[str, object]) -> None:
+    assert canonical_digest("files", {**FILES, **change}) != canonical_digest("files", FILES)
+    assert canonical_digest("other", FILES) != canonical_digest("files", FILES)
+
+
+def test_parsed_definition_digest_matches_the_settings_digest() -> None:
+    (server,) = parse_servers({"files": FILES}).values()
+    assert server.digest == canonical_digest("files", FILES)
+
+
+def test_disabled_servers_are_ignored() -> None:
+    servers = {"a": {**FILES, "enabled": False}, "b": {"command": "x"}, "c": FILES}
+    assert list(enabled_servers({"mcp": {"servers": servers}})) == ["c"]
+    assert enabled_servers({}) == {}
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"args": []},  # no command
+        {"command": ""},
+        {"command": "x\x00y"},
+        {"command": "x", "args": "-m srv"},
+        {"command": "x", "args": [1]},
+        {"command": "x", "env": {"A=B": "v"}},
+        {"command": "x", "env": {"A": 1}},
+        {"command": "x", "enabled": "yes"},
+        {"command": "x", "url": "http://127.0.0.1"},
+        "python -m srv",
+    ],
+)
+def test_bad_shapes_are_configuration_errors(raw: object) -> None:
+    with pytest.raises(DefinitionError):
+        enabled_servers({"mcp": {"servers": {"s": raw}}})
+
+
+def test_approval_requires_every_enabled_digest() -> None:
+    servers = parse_servers({"a": FILES, "b": {**FILES, "command": "other"}})
+    require_approved(servers, {s.digest for s in servers.values()})
+    with pytest.raises(McpUnavailable):
+        require_approved(servers, {servers["a"].digest})
+
+
+def test_a_project_cannot_approve_the_server_it_enables(tmp_path: Path) -> None:
+    digest = canonical_digest("files", FILES)
+    project = tmp_path / "project.toml"
+    project.write_text(
+        f'[mcp]\napproved = ["{digest}"]\n[mcp.servers.files]\ncommand = "python"\n'
+        'args = ["-m", "srv"]\nenv = { K = "v" }\nenabled = true\n'
+    )
+    conf = settings.load(str(tmp_path / "global.toml"), str(project))
+    servers = enabled_servers(conf)
+    assert servers["files"].digest == digest
+    with pytest.raises(McpUnavailable):
+        require_approved(servers, approved_digests(conf))
+    (tmp_path / "global.toml").write_text(f'[mcp]\napproved = ["{digest}"]\n')
+    conf = settings.load(str(tmp_path / "global.toml"), str(project))
+    require_approved(enabled_servers(conf), approved_digests(conf))
+
+
+def test_tool_names_keep_safe_short_names() -> None:
+    assert tool_name("files", "read-file_2") == "mcp__files__read-file_2"
+
+
+def test_tool_names_at_the_length_edge() -> None:
+    fits = "t" * (TOOL_NAME_CHARS - len("mcp__s__"))
+    assert tool_name("s", fits) == f"mcp__s__{fits}"
+    longer = tool_name("s", fits + "t")
+    assert len(longer) == TOOL_NAME_CHARS and longer != tool_name("s", fits + "u")
+
+
+def test_sanitised_tool_names_stay_distinct_and_safe() -> None:
+    names = {tool_name("my server", t) for t in ("a.b", "a/b", "a_b", "a b", "é")}
+    assert len(names) == 5
+    for name in names:
+        assert len(name) <= TOOL_NAME_CHARS
+        assert all(c.isascii() and (c.isalnum() or c in "_-") for c in name)
