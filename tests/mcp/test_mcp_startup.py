@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -116,3 +117,36 @@ def test_serve_stdio_refuses_an_unapproved_server(tmp_path: Path, server_def: Ma
             agent.request("initialize", {"required_capabilities": []})
         assert caught.value.code == "mcp_unavailable"
     assert pid_of(definition) is None
+
+
+def test_serve_stdio_shutdown_ends_a_server_that_ignores_shutdown(
+    tmp_path: Path, server_def: MakeDef
+) -> None:
+    definition = server_def("stubborn")
+    write_settings(tmp_path / "home", "echo", definition, approve=True)
+    with LocalAgentClient.spawn(cwd=tmp_path, env=environment(tmp_path / "home")) as agent:
+        agent.request("initialize", {"required_capabilities": ["status"]})
+        pid = pid_of(definition)
+        assert pid is not None and alive(pid)
+        agent.request("shutdown")
+        assert agent.finish() == 0
+    assert gone_within(pid, 5.0)
+
+
+def test_serve_stdio_shutdown_during_mcp_startup_cancels_it(
+    tmp_path: Path, server_def: MakeDef
+) -> None:
+    definition = server_def("hang")
+    write_settings(tmp_path / "home", "echo", definition, approve=True)
+    with LocalAgentClient.spawn(cwd=tmp_path, env=environment(tmp_path / "home")) as agent:
+        init_id = agent.send("initialize", {"required_capabilities": ["status"]})
+        deadline = time.monotonic() + 10
+        while pid_of(definition) is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        pid = pid_of(definition)
+        assert agent.request("status")["state"] == "starting"
+        agent.request("shutdown")
+        assert agent.wait(init_id)["error"] == {"code": "startup_cancelled"}
+        assert agent.finish() == 0
+    assert pid is not None and gone_within(pid, 5.0)

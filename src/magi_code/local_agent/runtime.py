@@ -97,6 +97,8 @@ class LocalRuntime:
     def _close(self) -> None:
         if self._portal_cm is not None:
             self._portal_cm.__exit__(None, None, None)  # waits for the run's task to end
+        if self.admitted.mcp is not None:  # MCP servers shut down before leases are released
+            self.admitted.mcp.close(limits.CLEANUP_WAIT_MS / 1000)
         if self.attachment is not None:
             self.attachment.close()
 

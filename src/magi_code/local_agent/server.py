@@ -69,6 +69,8 @@ class Server:
         self.init_request: str | None = None
         self.startup_error: str | None = None
         self.admitted: Any = None
+        self.init_cancel = threading.Event()  # set when shutdown or EOF cancels startup
+        self.mcp_managers: list[Any] = []  # every MCP manager startup produced, even late
         self.runtime: Runtime | None = None
         self._posted: deque[Callable[[], None]] = deque()
         self._wake_r, self._wake_w = os.pipe()
@@ -144,9 +146,11 @@ class Server:
         self.init_state, self.init_request = "pending", request.id
         from magi_code.runner.startup import admit
 
-        self.start_worker(lambda: admit(self.cwd, self.env), self._initialized)
+        self.start_worker(lambda: admit(self.cwd, self.env, self.init_cancel), self._initialized)
 
     def _initialized(self, admitted: Any, error: BaseException | None) -> None:
+        if getattr(admitted, "mcp", None) is not None:
+            self.mcp_managers.append(admitted.mcp)  # closed at cleanup, answered or not
         if self.init_state != "pending":
             return  # cancelled by shutdown or EOF; the answer was already given
         from magi_code.runner.startup import StartupError
@@ -267,6 +271,7 @@ class Server:
         self.stopping = True
         self.closing_deadline = time.monotonic() + limits.CLOSING_DEADLINE_MS / 1000
         if self.init_state == "pending":
+            self.init_cancel.set()
             self.init_state, self.startup_error = "failed", "startup_cancelled"
             self.fail(self.init_request, "startup_cancelled")
             self.init_request = None
@@ -348,6 +353,8 @@ class Server:
         """Wait at most `timeout` for the runtime and workers; what is slower is left to exit."""
         end = time.monotonic() + timeout
         if self.runtime is not None:
-            self.runtime.close(timeout)
+            self.runtime.close(timeout)  # the run, then MCP servers, then the session leases
+        for manager in self.mcp_managers:  # idempotent: all connected servers get shutdown
+            manager.close(max(0.0, end - time.monotonic()))
         for thread in self._workers:
             thread.join(max(0.0, end - time.monotonic()))

@@ -28,6 +28,7 @@ from typing import Any
 import anyio
 import mcp_types
 from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from magi_code.mcp.definitions import ServerDef, parse_servers, require_approved
@@ -42,7 +43,6 @@ from magi_code.mcp.limits import (
 )
 from magi_code.mcp.transport import open_stdio
 from magi_code.tools.base import Tool, ToolOutcome
-from mcp import ClientSession
 
 CLIENT_INFO = mcp_types.Implementation(name="magi-code", version="0.1.0")
 # What a server inherits from our environment, besides its own `env` table: never credentials.

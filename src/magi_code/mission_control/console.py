@@ -116,6 +116,8 @@ async def main_async(prompt: str | None) -> int:
         print(file=sys.stderr)
         return 0
     finally:
+        if admitted.mcp is not None:
+            admitted.mcp.close()
         attachment.close()
 
 
