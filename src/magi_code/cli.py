@@ -13,6 +13,7 @@ USAGE = """usage:
   magi-code --prompt TEXT        run one prompt (needs a terminal)
   magi-code serve --stdio        the local-agent protocol over inherited pipes
   magi-code login | logout | models [--refresh] [--json]
+  magi-code mcp digest NAME      the digest to add to the global mcp.approved list
 """
 
 
@@ -36,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
         return serve(args[1:])
     if args[:1] in (["login"], ["logout"], ["models"]):
         return provider_command(args[0], args[1:])
+    if len(args) == 3 and args[:2] == ["mcp", "digest"]:
+        return mcp_digest(args[2])
     if args == [] or (len(args) == 2 and args[0] == "--prompt"):
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
             return refuse("Mission Control and --prompt need a terminal; use serve --stdio")
@@ -55,6 +58,23 @@ def serve(rest: list[str]) -> int:
     from magi_code.local_agent.main import run
 
     return run()
+
+
+def mcp_digest(name: str) -> int:
+    """Print the canonical digest of MCP server NAME as the merged settings define it."""
+    from magi_code.config import paths, settings
+    from magi_code.mcp.definitions import canonical_digest
+
+    home = paths.resolve_home(os.environ)
+    try:
+        conf = settings.load(paths.Paths(home).settings, paths.project_settings(os.getcwd()))
+    except settings.SettingsError:
+        return refuse("the settings are not valid")
+    servers = conf.get("mcp", {}).get("servers", {})
+    if not isinstance(servers, dict) or not isinstance(servers.get(name), dict):
+        return refuse("no MCP server of that name in the settings")
+    print(canonical_digest(name, servers[name]))
+    return 0
 
 
 def provider_command(name: str, rest: list[str]) -> int:

@@ -150,3 +150,28 @@ def test_serve_stdio_shutdown_during_mcp_startup_cancels_it(
         assert agent.wait(init_id)["error"] == {"code": "startup_cancelled"}
         assert agent.finish() == 0
     assert pid is not None and gone_within(pid, 5.0)
+
+
+def test_cli_prints_the_digest_to_approve(tmp_path: Path, server_def: MakeDef) -> None:
+    import subprocess
+    import sys
+
+    definition = server_def("ok")
+    write_settings(tmp_path / "home", "echo", definition, approve=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "magi_code.cli", "mcp", "digest", "echo"],
+        capture_output=True,
+        cwd=tmp_path,
+        env=environment(tmp_path / "home"),
+        check=False,
+    )
+    assert done.returncode == 0
+    assert done.stdout.decode().strip() == canonical_digest("echo", definition)
+    missing = subprocess.run(
+        [sys.executable, "-m", "magi_code.cli", "mcp", "digest", "nope"],
+        capture_output=True,
+        cwd=tmp_path,
+        env=environment(tmp_path / "home"),
+        check=False,
+    )
+    assert missing.returncode == 2 and missing.stdout == b""
