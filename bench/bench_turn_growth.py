@@ -1,20 +1,28 @@
-"""Per-turn cost against session size, in process on the fixture provider.
+"""Per-turn cost against session size, in process.
 
 Prints the median time of a one-line turn (append the prompt, replay, stream, reconcile,
 run_finished, fresh revision) in a fresh session and in a session pre-filled with ~8 MB of
 history (PREFILL_TURNS prior turns with REPLY_BYTES replies, written directly as records and
-then opened), and their ratio. Target: the pre-filled session within 2x of the fresh one.
+then opened), and their ratio; and the time to open the pre-filled session (a full read).
+Target: the pre-filled session within 2x of the fresh one.
+
+Two providers: the built-in fixture, whose usage estimate stringifies every replayed item
+(a cost proportional to the history that a real provider pays too, by sending it), and a
+constant one that answers "ok" without looking at the request, which isolates the runner's
+and the session's own bookkeeping.
 """
 
 import os
 import statistics
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from magi_code.providers.base import Completed, ModelRequest, ProviderEvent, TextDelta
 from magi_code.runner.events import MessageDelta, RunEvent
 from magi_code.runner.journal import SessionJournal
 from magi_code.runner.setup import turn_setup
@@ -61,10 +69,24 @@ def prefill(store: SessionStore, cwd: Path) -> str:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         out.write(data)
+        out.flush()
+        os.fsync(out.fileno())  # or its writeback would be billed to the first turns' fsyncs
     return session_id
 
 
-async def median_turn(admitted: Admitted, store: SessionStore, attachment: Attachment) -> float:
+class Constant:
+    """A provider whose cost does not depend on the request."""
+
+    id = "constant"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        yield TextDelta("ok")
+        yield Completed()
+
+
+async def median_turn(
+    admitted: Admitted, store: SessionStore, attachment: Attachment, constant: bool
+) -> float:
     times = []
     for _ in range(TURNS):
         started = time.perf_counter()
@@ -76,6 +98,8 @@ async def median_turn(admitted: Admitted, store: SessionStore, attachment: Attac
             os.urandom(8).hex(),
             ApprovalBroker(quiet.announce),
         )
+        if constant:
+            setup.provider = Constant()
         journal = SessionJournal(attachment, store.path_of(attachment.session_id))
         finished = await run_turn(setup, journal, quiet, TurnControl(), PROMPT)
         assert finished.outcome == "completed" and finished.revision is not None
@@ -83,7 +107,7 @@ async def median_turn(admitted: Admitted, store: SessionStore, attachment: Attac
     return statistics.median(times)
 
 
-async def measure() -> tuple[float, float, int]:
+async def measure(constant: bool) -> tuple[float, float, float, int]:
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp) / "ws"
         workspace.mkdir()
@@ -91,24 +115,28 @@ async def measure() -> tuple[float, float, int]:
         store = SessionStore(admitted.paths.home)
         selection = Selection("fixture", "fixture-model", None)
         fresh = store.create(admitted.cwd, selection)
-        fresh_time = await median_turn(admitted, store, fresh)
+        fresh_time = await median_turn(admitted, store, fresh, constant)
         fresh.close()
         session_id = prefill(store, admitted.cwd)
         size = store.path_of(session_id).stat().st_size
+        started = time.perf_counter()
         filled, _ = store.open(session_id, admitted.cwd)
-        filled_time = await median_turn(admitted, store, filled)
+        opened = time.perf_counter() - started
+        filled_time = await median_turn(admitted, store, filled, constant)
         filled.close()
-        return fresh_time, filled_time, size
+        return fresh_time, filled_time, opened, size
 
 
 def main() -> None:
-    fresh, filled, size = anyio.run(measure)
-    print(
-        f"one-line turn, in process: fresh session median {fresh * 1000:.2f} ms; session "
-        f"pre-filled with {PREFILL_TURNS} turns ({size / 1e6:.1f} MB) median "
-        f"{filled * 1000:.2f} ms over {TURNS} turns each; ratio {filled / fresh:.2f}x "
-        f"(target <= 2x)"
-    )
+    for constant in (False, True):
+        fresh, filled, opened, size = anyio.run(measure, constant)
+        name = "constant provider" if constant else "fixture provider"
+        print(
+            f"one-line turn, in process, {name}: fresh session median {fresh * 1000:.2f} ms; "
+            f"session pre-filled with {PREFILL_TURNS} turns ({size / 1e6:.1f} MB) median "
+            f"{filled * 1000:.2f} ms over {TURNS} turns each; ratio {filled / fresh:.2f}x "
+            f"(target <= 2x); opening the pre-filled session took {opened * 1000:.0f} ms"
+        )
 
 
 if __name__ == "__main__":

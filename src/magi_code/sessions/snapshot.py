@@ -139,7 +139,14 @@ class Builder:
 
 
 def _common_prefix(new: list[Entry], old: list[Entry]) -> int:
-    """How many leading entries are the same objects (compared in C, not a Python loop)."""
+    """How many leading entries are unchanged, compared in C rather than a Python loop.
+
+    The usual case, only entries added after the old ones, is one list comparison (identical
+    objects compare equal without calling `__eq__`); otherwise the first entry that is not
+    the same object ends the prefix.
+    """
+    if old == new[: len(old)]:
+        return len(old)
     differing = compress(count(), map(is_not, new, old))
     return next(differing, min(len(new), len(old)))
 
