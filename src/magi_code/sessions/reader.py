@@ -102,7 +102,7 @@ def decode_record(raw: bytes, session_id: str) -> Record:
     session_invalid."""
     try:
         # jiter rejects invalid UTF-8, lone surrogate escapes, raw control characters in
-        # strings, NaN, trailing data and nesting deeper than its recursion guard.
+        # strings, trailing data and nesting deeper than its recursion guard.
         decoded: Any = jiter.from_json(raw, cache_mode="keys")
     except ValueError:
         raise SessionError("session_invalid") from None

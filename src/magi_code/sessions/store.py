@@ -394,6 +394,7 @@ class Attachment:
         created = self._fd is None and not self.durable
         fd = self._open_for_append()
         self._check_unchanged(fd)
+        known = created or self._as_expected(fd)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
@@ -403,13 +404,29 @@ class Attachment:
                 _fsync_directory(self._path.parent)
         self._good_size += len(data)
         self._hash.update(data)
-        self._remember(os.fstat(fd), data)
+        self._expected = self._after(os.fstat(fd), data) if known else None
 
-    def _remember(self, info: os.stat_result, data: bytes) -> None:
+    def _as_expected(self, fd: int) -> bool:
+        """Whether the file is exactly as this attachment last read or wrote it. Our own
+        write is about to refresh its times, which would hide an earlier change by someone
+        else: when one happened, state derived from the file is dropped for good, and the
+        next snapshot reads the file afresh."""
+        expected = self._expected
+        if expected is not None:
+            info = os.fstat(fd)
+            tail = os.pread(fd, len(expected.tail), max(0, info.st_size - len(expected.tail)))
+            found = Fingerprint(
+                info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, tail
+            )
+            if found == expected:
+                return True
+        self._live = None
+        return False
+
+    def _after(self, info: os.stat_result, data: bytes) -> Fingerprint:
         """The fingerprint the file has after this write, while nobody else touches it."""
-        old = self._expected
-        tail = (b"" if old is None else old.tail) + data[-TAIL_BYTES:]
-        self._expected = Fingerprint(
+        tail = (b"" if self._expected is None else self._expected.tail) + data[-TAIL_BYTES:]
+        return Fingerprint(
             info.st_dev,
             info.st_ino,
             info.st_size,
