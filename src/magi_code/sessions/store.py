@@ -2,7 +2,9 @@
 
 `SessionStore(root)` keeps sessions in ``root/"sessions"`` (root is MC_HOME). An `Attachment`
 is one process's ownership of one session: it holds both leases (leases.py) from create/open
-until `close`, appends records, and keeps one history snapshot. Synchronous and guarded by
+until `close`, appends records, and keeps one history snapshot. It keeps the reader of its
+open live and feeds it every record it appends, so a snapshot after its own appends costs
+what they added; any sign that someone else touched the file sends it back to a full read. Synchronous and guarded by
 locks, so the protocol server may call it from a worker thread; one operation at a time per
 attachment is still the caller's rule.
 
