@@ -4,9 +4,9 @@
 is one process's ownership of one session: it holds both leases (leases.py) from create/open
 until `close`, appends records, and keeps one history snapshot. It keeps the reader of its
 open live and feeds it every record it appends, so a snapshot after its own appends costs
-what they added; any sign that someone else touched the file sends it back to a full read. Synchronous and guarded by
-locks, so the protocol server may call it from a worker thread; one operation at a time per
-attachment is still the caller's rule.
+what they added; any sign that someone else touched the file sends it back to a full read.
+Synchronous and guarded by locks, so the protocol server may call it from a worker thread;
+one operation at a time per attachment is still the caller's rule.
 
 What it must never do: write anything on create or open (the session file appears with the
 first append; lock files are the only exception), follow symlinks, return paths or record
