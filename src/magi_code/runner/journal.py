@@ -1,17 +1,35 @@
 """The runner's view of an attached session: append records, acknowledge input with the
-revision that holds it, a fresh revision after a run, and the items to replay to a model."""
+revision that holds it, a fresh revision after a run, and the items to replay to a model.
 
-import json
+The replay items are kept per attachment (a journal lives for one run; the attachment for
+many): built from the file once, then extended by every record appended through a journal.
+They are used only while the attachment's revision is the one they were extended to and the
+file is as the attachment left it; otherwise they are rebuilt from the file.
+"""
+
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from weakref import WeakKeyDictionary
+
+import jiter
 
 from magi_code.providers.base import Item
-from magi_code.runner.replay import replay
+from magi_code.runner.replay import Replayer
 from magi_code.sessions import Attachment, SessionError
 from magi_code.sessions.snapshot import projected_message_id
 
 BLOCK_BYTES = 1 << 20
+
+
+@dataclass
+class _Replay:
+    replayer: Replayer
+    revision: str  # the attachment's revision after the last record fed
+
+
+_REPLAYS: "WeakKeyDictionary[Attachment, _Replay]" = WeakKeyDictionary()
 
 
 class SessionJournal:
@@ -19,10 +37,17 @@ class SessionJournal:
         self.attachment, self.path = attachment, path
 
     def append(self, record: dict[str, Any], *, fsync: bool) -> None:
+        kept = _REPLAYS.get(self.attachment)
+        before = self.attachment.revision
         try:
-            self.attachment.append(record, fsync=fsync)
+            stored = self.attachment.append(record, fsync=fsync)
         except SessionError as exc:
             raise OSError(exc.code) from exc
+        if kept is not None and kept.revision == before:
+            kept.replayer.feed(stored)
+            kept.revision = self.attachment.revision
+        else:
+            _REPLAYS.pop(self.attachment, None)
 
     def acknowledge(self, stored_message_id: str) -> tuple[str, str]:
         """The projected id of the input just appended and the revision holding it, without
@@ -36,7 +61,14 @@ class SessionJournal:
             return None
 
     def replay(self) -> list[Item]:
-        return replay(self.records())
+        kept = _REPLAYS.get(self.attachment)
+        revision = self.attachment.revision
+        if kept is None or kept.revision != revision or not self.attachment.intact():
+            replayer = Replayer()
+            for record in self.records():
+                replayer.feed(record)
+            kept = _REPLAYS[self.attachment] = _Replay(replayer, revision)
+        return kept.replayer.items()
 
     def records(self) -> Iterator[dict[str, Any]]:
         """Every whole record of the file, split on b"\\n"; a torn tail is not a record."""
@@ -47,4 +79,4 @@ class SessionJournal:
                 pending = lines.pop()
                 for line in lines:
                     if line:
-                        yield json.loads(line)
+                        yield jiter.from_json(line, cache_mode="keys")

@@ -4,6 +4,9 @@ Replay is backend-owned and distinct from the history projection a face sees: it
 tool results (which the projection never shows) and drops what the model never said.
 A segment's complete `assistant` record wins over its chunks; a tool call that never
 finished (a crash mid-tool) is left out together with its call.
+
+`Replayer` is the incremental form: feed records in stored order, ask for the items at any
+point; `replay` feeds it a whole sequence.
 """
 
 from collections.abc import Iterable, Mapping
@@ -12,32 +15,45 @@ from typing import Any
 from magi_code.providers.base import AssistantText, Item, ToolCall, ToolResult, UserText
 
 
-def replay(records: Iterable[Mapping[str, Any]]) -> list[Item]:
-    items: list[Item] = []
-    chunks: dict[str, list[str]] = {}
-    slots: dict[str, int] = {}  # assistant message_id -> index in items
-    for record in records:
+class Replayer:
+    def __init__(self) -> None:
+        self._items: list[Item] = []
+        self._chunks: dict[str, list[str]] = {}
+        self._slots: dict[str, int] = {}  # assistant message_id -> index in items
+
+    def feed(self, record: Mapping[str, Any]) -> None:
         kind = record.get("type")
         if kind == "user":
-            items.append(UserText(str(record["text"])))
+            self._items.append(UserText(str(record["text"])))
         elif kind == "assistant_chunk":
             mid = str(record["message_id"])
-            chunks.setdefault(mid, []).append(str(record["text"]))
-            _place(items, slots, mid, "".join(chunks[mid]))
+            chunks = self._chunks.setdefault(mid, [])
+            chunks.append(str(record["text"]))
+            self._place(mid, "".join(chunks))
         elif kind == "assistant":
-            _place(items, slots, str(record["message_id"]), str(record["text"]))
+            self._place(str(record["message_id"]), str(record["text"]))
         elif kind == "tool" and record.get("state") in ("completed", "failed"):
             call_id = str(record.get("call_id", record.get("activity_id", "")))
-            items.append(ToolCall(call_id, str(record["name"]), str(record.get("arguments", "{}"))))
-            items.append(
+            arguments = str(record.get("arguments", "{}"))
+            self._items.append(ToolCall(call_id, str(record["name"]), arguments))
+            self._items.append(
                 ToolResult(call_id, str(record.get("result", "")), record.get("state") == "failed")
             )
-    return items
+
+    def items(self) -> list[Item]:
+        """The items so far, as a new list the caller may extend."""
+        return self._items.copy()
+
+    def _place(self, message_id: str, text: str) -> None:
+        if message_id in self._slots:
+            self._items[self._slots[message_id]] = AssistantText(text)
+        else:
+            self._slots[message_id] = len(self._items)
+            self._items.append(AssistantText(text))
 
 
-def _place(items: list[Item], slots: dict[str, int], message_id: str, text: str) -> None:
-    if message_id in slots:
-        items[slots[message_id]] = AssistantText(text)
-    else:
-        slots[message_id] = len(items)
-        items.append(AssistantText(text))
+def replay(records: Iterable[Mapping[str, Any]]) -> list[Item]:
+    replayer = Replayer()
+    for record in records:
+        replayer.feed(record)
+    return replayer.items()

@@ -22,10 +22,16 @@ reconciled copy are counted before redaction (which can only shorten secrets), s
 nearly the whole budget that contains secrets may be refused slightly early, never late.
 Activity summaries are clipped to SUMMARY_BYTES after redaction (the runner stores them
 within that bound already).
+
+The projector stays live: `finish` does not change what later records will do, so an owner
+can keep feeding it and take a projection after each batch of appends. Entries are made once
+per change of their slot and then reused (the same `Entry` object), which lets snapshot.py
+keep the parts of entries that did not change.
 """
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from magi_code.limits import HISTORY_SNAPSHOT_BYTES, HISTORY_SNAPSHOT_PARTS, SUMMARY_BYTES
 from magi_code.redact import redact
@@ -60,6 +66,7 @@ class _Slot:
     run_id: str | None = None
     stored_id: str | None = None
     chunks: list[str] | None = None  # assistant pieces still waiting for a reconciled copy
+    index: int = -1  # position in the projector's slots
 
 
 class Projector:
@@ -74,6 +81,9 @@ class Projector:
         self._max_bytes = max_bytes
         self._max_parts = max_parts
         self._slots: list[_Slot] = []
+        self._entries: list[Entry | None] = []  # per slot, None until made after a change
+        self._changed: set[int] = set()  # slots whose entry must be made again
+        self._chunked: dict[str, list[_Slot]] = {}  # run_id -> its chunk-only slots
         self._by_key: dict[tuple[str, str, str], _Slot] = {}
         self._open_runs: dict[str, None] = {}  # insertion-ordered set
         self._outcomes: dict[str, str] = {}  # run_id -> outcome, "interrupted" included
@@ -96,19 +106,28 @@ class Projector:
         if kind == "run_finished":
             self._open_runs.pop(record["run_id"], None)
             # a finish recorded after the run was already shown as interrupted changes nothing
-            self._outcomes.setdefault(record["run_id"], record["outcome"])
+            if record["run_id"] not in self._outcomes:
+                self._set_outcome(record["run_id"], record["outcome"])
         else:
             handler = self._handlers.get(kind)
             if handler is not None:
                 handler(record)
 
     def finish(self, *, torn: bool = False) -> Projection:
-        for run_id in list(self._open_runs):
-            self._interrupt(run_id)
-        if torn:
-            self._add(_Slot("diagnostic", TORN_TEXT))
-        entries = [self._entry(slot) for slot in self._slots]
-        complete = not torn and not self._interrupted
+        """The projection as if the input ended here: every open run shown as interrupted,
+        a torn tail as a diagnostic. Leaves the projector as it was; history_limit when the
+        result breaks a budget, exactly as feeding those diagnostics would."""
+        tail = [INTERRUPTED_TEXT] * len(self._open_runs) + ([TORN_TEXT] if torn else [])
+        if len(self._slots) + len(tail) > self._max_parts:
+            raise SessionError("history_limit")
+        if self._size + sum(map(len, tail)) > self._max_bytes:
+            raise SessionError("history_limit")
+        for index in self._changed:
+            self._entries[index] = self._entry(self._slots[index])
+        self._changed.clear()
+        entries = cast(list[Entry], self._entries.copy())
+        entries += [Entry("diagnostic", text, False) for text in tail]
+        complete = not torn and not self._interrupted and not self._open_runs
         return Projection(entries, complete)
 
     # ---- runs ----------------------------------------------------------------------------
@@ -122,9 +141,14 @@ class Projector:
 
     def _interrupt(self, run_id: str) -> None:
         self._open_runs.pop(run_id, None)
-        self._outcomes[run_id] = "interrupted"
+        self._set_outcome(run_id, "interrupted")
         self._interrupted = True
         self._add(_Slot("diagnostic", INTERRUPTED_TEXT))
+
+    def _set_outcome(self, run_id: str, outcome: str) -> None:
+        self._outcomes[run_id] = outcome
+        for slot in self._chunked.pop(run_id, ()):
+            self._touch(slot)  # whether its chunks are partial follows the outcome
 
     # ---- record kinds --------------------------------------------------------------------
 
@@ -139,6 +163,7 @@ class Projector:
         slot = self._assistant_slot(record)
         if slot.chunks is not None:
             slot.chunks.append(record["text"])
+            self._touch(slot)
             self._grow(len(record["text"]))
 
     def _on_assistant(self, record: Record) -> None:
@@ -170,7 +195,7 @@ class Projector:
         if summary:
             text += ": " + _clip_utf8(redact(summary), SUMMARY_BYTES)
         slot.partial = state == "started"
-        self._replace(slot, text)
+        self._replace(slot, text)  # marks the slot changed
 
     # ---- slots ---------------------------------------------------------------------------
 
@@ -181,19 +206,27 @@ class Projector:
         if slot is None:
             slot = _Slot("assistant", run_id=run_id, stored_id=record["message_id"], chunks=[])
             self._by_key[key] = self._add(slot)
+            self._chunked.setdefault(run_id, []).append(slot)
         return slot
 
     def _add(self, slot: _Slot) -> _Slot:
         if len(self._slots) >= self._max_parts:
             raise SessionError("history_limit")
+        slot.index = len(self._slots)
         self._slots.append(slot)
+        self._entries.append(None)
+        self._touch(slot)
         self._grow(len(slot.text))
         return slot
 
     def _replace(self, slot: _Slot, text: str, old_size: int | None = None) -> None:
         self._size -= len(slot.text) if old_size is None else old_size
         slot.text = text
+        self._touch(slot)
         self._grow(len(text))
+
+    def _touch(self, slot: _Slot) -> None:
+        self._changed.add(slot.index)
 
     def _grow(self, size: int) -> None:
         self._size += size

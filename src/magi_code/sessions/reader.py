@@ -6,6 +6,7 @@ STORED_HISTORY_BYTES and STORED_HISTORY_LINES (a torn tail counts as a line), th
 schema, and the workspace rule: every nonempty recorded cwd must be absolute, exist, and
 canonicalize to the child's canonical cwd. It also fingerprints what it read (stat identity,
 a content digest and the last bytes) so a snapshot can tell later whether the file changed.
+`SessionReader` is the resumable state of one read: an attachment feeds it its own appends.
 Never writes.
 """
 
@@ -21,7 +22,7 @@ import jiter
 from magi_code.limits import STORED_HISTORY_BYTES, STORED_HISTORY_LINES
 from magi_code.sessions.errors import SessionError
 from magi_code.sessions.projection import Projection, Projector
-from magi_code.sessions.records import check_record
+from magi_code.sessions.records import Record, check_record
 
 BLOCK_BYTES = 1 << 20
 TAIL_BYTES = 4096
@@ -48,6 +49,7 @@ class ReadResult:
     has_header: bool  # some "session" record was read
     cwd_verified: bool  # some record carried a nonempty cwd (all of them matched)
     selection: object  # the last "selection" value read, or None
+    reader: "SessionReader"  # the reader's state after the last byte, to be fed further
 
 
 def new_hash() -> "hashlib._Hash":
@@ -95,6 +97,18 @@ def fingerprint_of(path: Path, tail_size: int) -> Fingerprint | None:
     )
 
 
+def decode_record(raw: bytes, session_id: str) -> Record:
+    """One stored line as the reader sees it: a valid record of `session_id`, or
+    session_invalid."""
+    try:
+        # jiter rejects invalid UTF-8, lone surrogate escapes, raw control characters in
+        # strings, trailing data and nesting deeper than its recursion guard.
+        decoded: Any = jiter.from_json(raw, cache_mode="keys")
+    except ValueError:
+        raise SessionError("session_invalid") from None
+    return check_record(decoded, session_id)
+
+
 class _Session:
     """Per-read state: the projector plus what the session records said about themselves."""
 
@@ -108,13 +122,7 @@ class _Session:
         self._checked_cwds: set[str] = set()
 
     def line(self, raw: bytes) -> None:
-        try:
-            # jiter rejects invalid UTF-8, lone surrogate escapes, raw control characters in
-            # strings, trailing data and nesting deeper than its recursion guard.
-            decoded: Any = jiter.from_json(raw, cache_mode="keys")
-        except ValueError:
-            raise SessionError("session_invalid") from None
-        record = check_record(decoded, self.session_id)
+        record = decode_record(raw, self.session_id)
         if record["type"] == "session":
             self._session_record(record)
         self.projector.feed(record)
@@ -135,62 +143,100 @@ class _Session:
         self._checked_cwds.add(cwd)
         self.cwd_verified = True
 
+    def verify_cwds(self) -> None:
+        for cwd in self._checked_cwds:
+            if not os.path.exists(cwd) or os.path.realpath(cwd) != self.canonical_cwd:
+                raise SessionError("cwd_mismatch")
+
+
+class SessionReader:
+    """Validates and projects a session's bytes fed in stored order, and can be fed more.
+
+    `read_session` feeds it the file block by block; an attachment keeps feeding it what it
+    appends, so a later projection needs no re-read. After any error it must be dropped.
+    """
+
+    def __init__(self, session_id: str, canonical_cwd: str) -> None:
+        self.session = _Session(session_id, canonical_cwd)
+        self.durable_hash = new_hash()  # whole lines only; the pending line is hashed once whole
+        self._pending: list[bytes] = []  # the current unterminated line, in pieces
+        self.total = self.lines = self.durable = 0
+        self.tail = b""
+
+    @property
+    def torn(self) -> bool:
+        return self.total > self.durable
+
+    def feed(self, block: bytes) -> None:
+        """Account and project `block`; history_limit past the stored bounds."""
+        self.total += len(block)
+        if self.total > STORED_HISTORY_BYTES:
+            raise SessionError("history_limit")
+        self.tail = (self.tail + block[-TAIL_BYTES:])[-TAIL_BYTES:]
+        pieces = block.split(b"\n")
+        if len(pieces) == 1:
+            self._pending.append(block)
+            return
+        for piece in self._pending:
+            self.durable_hash.update(piece)
+        self.durable_hash.update(memoryview(block)[: len(block) - len(pieces[-1])])
+        pieces[0] = b"".join([*self._pending, pieces[0]])
+        self._pending = [pieces.pop()]
+        self.lines += len(pieces)
+        if self.lines > STORED_HISTORY_LINES:
+            raise SessionError("history_limit")
+        for raw in pieces:
+            self.session.line(raw)
+        self.durable = self.total - len(self._pending[0])
+
+    def digest(self) -> str:
+        """Hex digest of every byte fed, the torn tail included."""
+        running = self.durable_hash.copy()
+        for piece in self._pending:
+            running.update(piece)
+        return hex_digest(running)
+
+    def projection(self) -> Projection:
+        """The projection of what was fed so far (a torn tail shown as a diagnostic)."""
+        if self.torn and self.lines + 1 > STORED_HISTORY_LINES:
+            raise SessionError("history_limit")
+        return self.session.projector.finish(torn=self.torn)
+
+    def verify_cwds(self) -> None:
+        """Check the recorded workspaces again, as a fresh read would (cwd_mismatch)."""
+        self.session.verify_cwds()
+
 
 def read_session(path: Path, session_id: str, canonical_cwd: str) -> ReadResult:
     """Validate and project the stored file; SessionError on any rule it breaks."""
     fd = _open_safe(path)
     try:
-        return _read(fd, _Session(session_id, canonical_cwd))
+        return _read(fd, SessionReader(session_id, canonical_cwd))
     finally:
         os.close(fd)
 
 
-def _read(fd: int, session: _Session) -> ReadResult:
+def _read(fd: int, reader: SessionReader) -> ReadResult:
     if os.fstat(fd).st_size > STORED_HISTORY_BYTES:
         raise SessionError("history_limit")
-    durable_hash = hashlib.sha256()  # whole lines only; the pending line is hashed once whole
-    pending: list[bytes] = []  # the current unterminated line, in pieces
-    total = lines = durable = 0
-    tail = b""
     while block := _read_block(fd):
-        total += len(block)
-        if total > STORED_HISTORY_BYTES:
-            raise SessionError("history_limit")
-        tail = (tail + block[-TAIL_BYTES:])[-TAIL_BYTES:]
-        pieces = block.split(b"\n")
-        if len(pieces) == 1:
-            pending.append(block)
-            continue
-        for piece in pending:
-            durable_hash.update(piece)
-        durable_hash.update(memoryview(block)[: len(block) - len(pieces[-1])])
-        pieces[0] = b"".join([*pending, pieces[0]])
-        pending = [pieces.pop()]
-        lines += len(pieces)
-        if lines > STORED_HISTORY_LINES:
-            raise SessionError("history_limit")
-        for raw in pieces:
-            session.line(raw)
-        durable = total - len(pending[0])
-    torn = total > durable
-    digest = durable_hash.copy()
-    for piece in pending:
-        digest.update(piece)
-    if torn and lines + 1 > STORED_HISTORY_LINES:
-        raise SessionError("history_limit")
+        reader.feed(block)
+    projection = reader.projection()
     info = os.fstat(fd)
     fingerprint = Fingerprint(
-        info.st_dev, info.st_ino, total, info.st_mtime_ns, info.st_ctime_ns, tail
+        info.st_dev, info.st_ino, reader.total, info.st_mtime_ns, info.st_ctime_ns, reader.tail
     )
+    session = reader.session
     return ReadResult(
-        projection=session.projector.finish(torn=torn),
-        digest=hex_digest(digest),
-        durable_hash=durable_hash,
+        projection=projection,
+        digest=reader.digest(),
+        durable_hash=reader.durable_hash.copy(),
         fingerprint=fingerprint,
-        durable_size=durable,
+        durable_size=reader.durable,
         has_header=session.has_header,
         cwd_verified=session.cwd_verified,
         selection=session.selection,
+        reader=reader,
     )
 
 

@@ -1,9 +1,10 @@
 """An immutable, bounded history snapshot and the pages cut from it.
 
-A snapshot is built once from a `Projection` (`build`): every entry is chunked (chunking.py)
-into parts, each part measured as serialized; more than HISTORY_SNAPSHOT_BYTES of serialized
-parts or more than HISTORY_SNAPSHOT_PARTS parts is `history_limit`, never a truncated
-projection.
+A snapshot is built once from a `Projection` (`build`, or a `Builder` kept by an attachment
+that reuses the parts of entries unchanged since its last build): every entry is chunked
+(chunking.py) into parts, each part measured as serialized; more than HISTORY_SNAPSHOT_BYTES
+of serialized parts or more than HISTORY_SNAPSHOT_PARTS parts is `history_limit`, never a
+truncated projection. Parts are shared between snapshots and never mutated.
 
 Pages are cut greedily from a cursor: at most HISTORY_PAGE_ENTRIES parts and at most
 HISTORY_PAGE_BYTES for the whole serialized result object. Cursors are opaque, carry this
@@ -13,8 +14,10 @@ snapshot is stale for good. This module opens no files itself.
 """
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import compress, count
+from operator import is_not
 from typing import Any
 
 from magi_code.limits import (
@@ -57,7 +60,7 @@ class Built:
     parts: list[Part]
     sizes: list[int]
     complete: bool
-    stored_ids: dict[str, str]  # stored user/assistant message_id -> projected message ID
+    stored_ids: Mapping[str, str]  # stored user/assistant message_id -> projected message ID
 
 
 def build(
@@ -67,18 +70,44 @@ def build(
     max_parts: int = HISTORY_SNAPSHOT_PARTS,
 ) -> Built:
     """Chunk every entry and measure each part; history_limit past the snapshot budget."""
-    parts: list[Part] = []
-    sizes: list[int] = []
-    stored_ids: dict[str, str] = {}
-    used: set[str] = set()
-    total = 0
-    for index, entry in enumerate(projection.entries):
-        projected = _message_id(index, entry, used)
-        if entry.stored_id is not None:
-            stored_ids[entry.stored_id] = projected
+    return Builder(max_bytes=max_bytes, max_parts=max_parts).build(projection)
+
+
+class Builder:
+    """`build`, reusing the parts of the leading entries that are the very same `Entry`
+    objects as in its previous build (the projector hands out one object per unchanged
+    entry), so a build after an append costs what changed, not the whole history."""
+
+    def __init__(
+        self, *, max_bytes: int = HISTORY_SNAPSHOT_BYTES, max_parts: int = HISTORY_SNAPSHOT_PARTS
+    ) -> None:
+        self._max_bytes, self._max_parts = max_bytes, max_parts
+        self._entries: list[Entry] = []
+        self._ids: list[str] = []  # projected message ID per entry
+        self._ends: list[int] = []  # parts up to and including each entry
+        self._totals: list[int] = []  # serialized bytes up to and including each entry
+        self._parts: list[Part] = []
+        self._sizes: list[int] = []
+        self._used: set[str] = set()  # stored-ID based IDs taken
+
+    def build(self, projection: Projection) -> Built:
+        entries = projection.entries
+        self._truncate(_common_prefix(entries, self._entries))
+        for index in range(len(self._entries), len(entries)):
+            self._add(index, entries[index])
+        return Built(
+            self._parts.copy(),
+            self._sizes.copy(),
+            projection.complete,
+            _StoredIds(self._entries.copy(), self._ids.copy()),
+        )
+
+    def _add(self, index: int, entry: Entry) -> None:
+        """Chunk one entry; history_limit (leaving the entries before it) past the budget."""
         pieces = split_text(entry.text)
-        for number, piece in enumerate(pieces):
-            part = {
+        projected = _message_id(index, entry, self._used)
+        parts = [
+            {
                 "message_id": projected,
                 "kind": entry.kind,
                 "text": piece,
@@ -86,13 +115,63 @@ def build(
                 "part": number,
                 "last_part": number == len(pieces) - 1,
             }
-            size = serialized_bytes(part)
-            total += size
-            if total > max_bytes or len(parts) >= max_parts:
-                raise SessionError("history_limit")
-            parts.append(part)
-            sizes.append(size)
-    return Built(parts, sizes, projection.complete, stored_ids)
+            for number, piece in enumerate(pieces)
+        ]
+        sizes = [serialized_bytes(part) for part in parts]
+        total = (self._totals[-1] if self._totals else 0) + sum(sizes)
+        if total > self._max_bytes or len(self._parts) + len(parts) > self._max_parts:
+            self._used.discard(projected)
+            raise SessionError("history_limit")
+        self._entries.append(entry)
+        self._ids.append(projected)
+        self._parts += parts
+        self._sizes += sizes
+        self._ends.append(len(self._parts))
+        self._totals.append(total)
+
+    def _truncate(self, keep: int) -> None:
+        if keep == len(self._entries):
+            return
+        self._used.difference_update(self._ids[keep:])  # fallback IDs were never in it
+        del self._entries[keep:], self._ids[keep:], self._ends[keep:], self._totals[keep:]
+        cut = self._ends[-1] if self._ends else 0
+        del self._parts[cut:], self._sizes[cut:]
+
+
+def _common_prefix(new: list[Entry], old: list[Entry]) -> int:
+    """How many leading entries are unchanged, compared in C rather than a Python loop.
+
+    The usual case, only entries added after the old ones, is one list comparison (identical
+    objects compare equal without calling `__eq__`); otherwise the first entry that is not
+    the same object ends the prefix.
+    """
+    if old == new[: len(old)]:
+        return len(old)
+    differing = compress(count(), map(is_not, new, old))
+    return next(differing, min(len(new), len(old)))
+
+
+class _StoredIds(Mapping[str, str]):
+    """stored message_id -> projected ID (the last entry wins), made on first use."""
+
+    def __init__(self, entries: list[Entry], ids: list[str]) -> None:
+        self._entries, self._ids = entries, ids
+        self._made: dict[str, str] | None = None
+
+    def _mapping(self) -> dict[str, str]:
+        if self._made is None:
+            pairs = zip(self._entries, self._ids, strict=True)
+            self._made = {e.stored_id: i for e, i in pairs if e.stored_id is not None}
+        return self._made
+
+    def __getitem__(self, key: str) -> str:
+        return self._mapping()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._mapping())
+
+    def __len__(self) -> int:
+        return len(self._mapping())
 
 
 def projected_message_id(kind: str, stored_id: str) -> str:

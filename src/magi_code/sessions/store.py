@@ -2,9 +2,11 @@
 
 `SessionStore(root)` keeps sessions in ``root/"sessions"`` (root is MC_HOME). An `Attachment`
 is one process's ownership of one session: it holds both leases (leases.py) from create/open
-until `close`, appends records, and keeps one history snapshot. Synchronous and guarded by
-locks, so the protocol server may call it from a worker thread; one operation at a time per
-attachment is still the caller's rule.
+until `close`, appends records, and keeps one history snapshot. It keeps the reader of its
+open live and feeds it every record it appends, so a snapshot after its own appends costs
+what they added; any sign that someone else touched the file sends it back to a full read.
+Synchronous and guarded by locks, so the protocol server may call it from a worker thread;
+one operation at a time per attachment is still the caller's rule.
 
 What it must never do: write anything on create or open (the session file appears with the
 first append; lock files are the only exception), follow symlinks, return paths or record
@@ -27,15 +29,18 @@ from magi_code.sessions.ids import new_session_id, valid_session_id
 from magi_code.sessions.leases import Leases
 from magi_code.sessions.projection import Projection
 from magi_code.sessions.reader import (
+    TAIL_BYTES,
     Fingerprint,
     ReadResult,
+    SessionReader,
+    decode_record,
     fingerprint_of,
     hex_digest,
     new_hash,
     read_session,
 )
-from magi_code.sessions.records import check_record
-from magi_code.sessions.snapshot import Built, HistorySnapshot, Page, build
+from magi_code.sessions.records import Record
+from magi_code.sessions.snapshot import Builder, Built, HistorySnapshot, Page
 
 Available = Callable[[str, str], bool]
 
@@ -156,11 +161,13 @@ class _State:
     durable: bool
     selection: Selection | None
     read: ReadResult | None
+    builder: Builder
     built: Built
 
     @classmethod
     def lazy(cls, selection: Selection | None) -> "_State":
-        return cls(False, selection, None, build(Projection([], True)))
+        builder = Builder()
+        return cls(False, selection, None, builder, builder.build(Projection([], True)))
 
     @classmethod
     def from_read(cls, read: ReadResult, available: Available | None) -> tuple["_State", list[str]]:
@@ -174,7 +181,8 @@ class _State:
             and not available(selection.provider, selection.model)
         ):
             notices.append("saved_selection_unavailable")
-        return cls(True, selection, read, build(read.projection)), notices
+        builder = Builder()
+        return cls(True, selection, read, builder, builder.build(read.projection)), notices
 
 
 class Attachment:
@@ -194,15 +202,31 @@ class Attachment:
         self._fd: int | None = None
         self._generation = 0
         self._busy: str | None = None
+        self._builder = state.builder
         self._adopt(state.read)
-        self._snapshot = self._make_snapshot(state.read, state.built, 0)
+        self._snapshot = self._make_snapshot(
+            self._digest(state.read), state.built, 0, self._expected
+        )
         self._revision = self._snapshot.revision
 
     def _adopt(self, read: ReadResult | None) -> None:
-        """Continue writing after what `read` found on disk (nothing, for a lazy session)."""
+        """Continue writing after what `read` found on disk (nothing, for a lazy session).
+
+        The live reader goes on projecting this attachment's own appends; `_expected` is the
+        fingerprint the file has while nobody else touched it (None: no file, or unknown).
+        """
         self._needs_header = read is None or (read.durable_size == 0 and not read.has_header)
         self._good_size = 0 if read is None else read.durable_size
         self._hash = new_hash() if read is None else read.durable_hash.copy()
+        self._live: SessionReader | None
+        if read is None:
+            self._live, self._expected = SessionReader(self.session_id, self.cwd), None
+        else:
+            self._live, self._expected = read.reader, read.fingerprint
+
+    @staticmethod
+    def _digest(read: ReadResult | None) -> str:
+        return hex_digest(new_hash()) if read is None else read.digest
 
     @property
     def revision(self) -> str:
@@ -221,23 +245,58 @@ class Attachment:
         return self._snapshot
 
     def snapshot(self) -> HistorySnapshot:
-        """Re-read the file and replace the current snapshot (the old one goes stale).
+        """Replace the current snapshot (the old one goes stale) with one of the file now.
 
-        Raises busy during a turn or another history operation, stale_session once detached,
-        and the read errors of `SessionStore.open`.
+        While the file is exactly as this attachment last read or wrote it, the live
+        projection is used and only what changed is chunked again; otherwise the file is
+        read afresh, as `SessionStore.open` does. Either way the result, errors included,
+        is what a fresh read would give. Raises busy during a turn or another history
+        operation, stale_session once detached, and the read errors of `SessionStore.open`.
         """
         with self._activity("history"):
-            generation = self._generation
-            durable = self.durable
-            read = read_session(self._path, self.session_id, self.cwd) if durable else None
-            built = build(Projection([], True) if read is None else read.projection)
-            with self._lock:
-                self._snapshot.invalidate()
-                self._snapshot = self._make_snapshot(read, built, generation)
-                if generation == self._generation:
-                    self._adopt(read)
-                    self._revision = self._snapshot.revision
-                return self._snapshot
+            live = self._live_projection()
+            if live is not None:
+                generation, projection, digest, expected = live
+                built = self._builder.build(projection)
+                with self._lock:
+                    self._snapshot.invalidate()
+                    self._snapshot = self._make_snapshot(digest, built, generation, expected)
+                    return self._snapshot
+            return self._reread()
+
+    def _live_projection(self) -> tuple[int, Projection, str, Fingerprint | None] | None:
+        """The live projection, when the live reader can vouch for the file."""
+        with self._lock:
+            live = self._live
+            if live is None or (self.durable and not self._intact()):
+                return None
+            live.verify_cwds()
+            return self._generation, live.projection(), live.digest(), self._expected
+
+    def _intact(self) -> bool:
+        tail = 0 if self._expected is None else len(self._expected.tail)
+        return fingerprint_of(self._path, tail) == self._expected
+
+    def _reread(self) -> HistorySnapshot:
+        generation = self._generation
+        durable = self.durable
+        read = read_session(self._path, self.session_id, self.cwd) if durable else None
+        projection = Projection([], True) if read is None else read.projection
+        built = self._builder.build(projection)
+        with self._lock:
+            self._snapshot.invalidate()
+            print_ = None if read is None else read.fingerprint
+            self._snapshot = self._make_snapshot(self._digest(read), built, generation, print_)
+            if generation == self._generation:
+                self._adopt(read)
+                self._revision = self._snapshot.revision
+            return self._snapshot
+
+    def intact(self) -> bool:
+        """True while the file is exactly as this attachment last read or wrote it, so state
+        derived from its reads and appends (a replay, the live projection) still holds."""
+        with self._lock:
+            return self._expected is not None and self._intact()
 
     def page(self, session_id: str, revision: str, cursor: str | None) -> Page:
         """One page of the current snapshot: stale_session for another session's ID."""
@@ -266,10 +325,12 @@ class Attachment:
                 self._busy = None
 
     def _make_snapshot(
-        self, read: ReadResult | None, built: Built, generation: int
+        self,
+        digest: str,
+        built: Built,
+        generation: int,
+        print_: Fingerprint | None = None,
     ) -> HistorySnapshot:
-        digest = hex_digest(new_hash()) if read is None else read.digest
-        print_ = None if read is None else read.fingerprint
         return HistorySnapshot(
             self.session_id,
             _revision(generation, digest),
@@ -285,12 +346,16 @@ class Attachment:
 
     # ---- writing -------------------------------------------------------------------------
 
-    def append(self, record: Mapping[str, Any], *, fsync: bool) -> None:
-        """Append one record (and the session header first, if the file has none yet)."""
+    def append(self, record: Mapping[str, Any], *, fsync: bool) -> Record:
+        """Append one record (and the session header first, if the file has none yet).
+
+        Returns the record as a reader of the file will see it (JSON types). A record the
+        reader would refuse is a ValueError and is not written.
+        """
         line = {"session_id": self.session_id, **record}
         try:
-            check_record(line, self.session_id)
             data = (dumps(line) + "\n").encode("utf-8")
+            stored = decode_record(data[:-1], self.session_id)
         except (SessionError, TypeError, ValueError):  # ValueError covers lone surrogates
             raise ValueError("record does not follow the session schema") from None
         with self._lock:
@@ -303,6 +368,18 @@ class Attachment:
             self._generation += 1
             self._snapshot.invalidate()
             self._revision = _revision(self._generation, hex_digest(self._hash))
+            self._follow(data)
+        return stored
+
+    def _follow(self, data: bytes) -> None:
+        """Feed what was just written to the live reader; on any error drop it, so the next
+        snapshot reads the file afresh and meets that error exactly as a fresh read would."""
+        if self._live is None:
+            return
+        try:
+            self._live.feed(data)
+        except SessionError:
+            self._live = None
 
     def _header(self) -> dict[str, Any]:
         header: dict[str, Any] = {
@@ -319,6 +396,7 @@ class Attachment:
         created = self._fd is None and not self.durable
         fd = self._open_for_append()
         self._check_unchanged(fd)
+        known = created or self._as_expected(fd)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
@@ -328,6 +406,36 @@ class Attachment:
                 _fsync_directory(self._path.parent)
         self._good_size += len(data)
         self._hash.update(data)
+        self._expected = self._after(os.fstat(fd), data) if known else None
+
+    def _as_expected(self, fd: int) -> bool:
+        """Whether the file is exactly as this attachment last read or wrote it. Our own
+        write is about to refresh its times, which would hide an earlier change by someone
+        else: when one happened, state derived from the file is dropped for good, and the
+        next snapshot reads the file afresh."""
+        expected = self._expected
+        if expected is not None:
+            info = os.fstat(fd)
+            tail = os.pread(fd, len(expected.tail), max(0, info.st_size - len(expected.tail)))
+            found = Fingerprint(
+                info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, tail
+            )
+            if found == expected:
+                return True
+        self._live = None
+        return False
+
+    def _after(self, info: os.stat_result, data: bytes) -> Fingerprint:
+        """The fingerprint the file has after this write, while nobody else touches it."""
+        tail = (b"" if self._expected is None else self._expected.tail) + data[-TAIL_BYTES:]
+        return Fingerprint(
+            info.st_dev,
+            info.st_ino,
+            info.st_size,
+            info.st_mtime_ns,
+            info.st_ctime_ns,
+            tail[-TAIL_BYTES:],
+        )
 
     def _check_unchanged(self, fd: int) -> None:
         """Only this attachment writes the file. Bytes past the last whole record with no LF
@@ -346,6 +454,7 @@ class Attachment:
             if b"\n" in extra:
                 raise OSError("records were appended by another writer")
             os.ftruncate(fd, self._good_size)
+            self._live = self._expected = None  # they described the torn bytes too
 
     def _open_for_append(self) -> int:
         if self._fd is None:

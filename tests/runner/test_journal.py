@@ -1,0 +1,192 @@
+"""The journal's kept replay and the attachment's live snapshot across real turns: each turn
+the model is shown exactly what a replay of the whole file gives, the file is read for it only
+once per attachment (or again after someone else changed it), and the revision a run
+finishes with is what a fresh read of the file computes."""
+
+import json
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from magi_code.providers.base import (
+    Item,
+    ModelRequest,
+    ProviderError,
+    ProviderEvent,
+    TextDelta,
+)
+from magi_code.runner import journal as journal_module
+from magi_code.runner.events import MessageDelta, RunEvent, RunFinished
+from magi_code.runner.journal import SessionJournal
+from magi_code.runner.replay import replay
+from magi_code.runner.setup import turn_setup
+from magi_code.runner.startup import Admitted, admit
+from magi_code.runner.turn import TurnControl, run_turn
+from magi_code.sessions import Attachment, Selection, SessionStore, reader
+from magi_code.sessions.snapshot import build
+from magi_code.tools.approvals import ApprovalBroker
+
+pytestmark = pytest.mark.anyio
+
+TOOL_ROUNDS = [
+    {"text": "reading", "tools": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
+    {"text": "it says alpha", "reasoning": "looked at the file"},
+]
+PROMPTS = [
+    "hello",
+    "fixture:" + json.dumps(TOOL_ROUNDS),
+    "fixture:" + json.dumps([{"text": "long " * 5000, "deltas": 7}]),  # persisted as chunks
+    "fixture:" + json.dumps([{"tools": [{"name": "no_such_tool", "arguments": {}}]}]),
+]
+
+
+class Quiet:
+    def delta(self, event: MessageDelta) -> None:
+        pass
+
+    async def critical(self, event: RunEvent) -> None:
+        pass
+
+    async def announce(self, approval_id: str, summary: str, expires_in_ms: int) -> None:
+        raise AssertionError("no approval expected")
+
+
+class BreaksMidReply:
+    """Streams some text, then fails: the run keeps a partial reply as chunks only."""
+
+    id = "breaks"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        yield TextDelta("half a repl")
+        raise ProviderError("server_error")
+
+
+class CountingReplays:
+    """Counts how often a journal reads the whole file for a replay."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        records = SessionJournal.records
+
+        def counted(journal: SessionJournal) -> Any:
+            self.count += 1
+            return records(journal)
+
+        monkeypatch.setattr(journal_module.SessionJournal, "records", counted)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> tuple[Admitted, SessionStore, Attachment]:
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("alpha\n")
+    admitted = admit(workspace, {"MC_HOME": str(home), "PATH": "/usr/bin:/bin"})
+    store = SessionStore(admitted.paths.home)
+    attachment = store.create(admitted.cwd, Selection("fixture", "fixture-model", None))
+    return admitted, store, attachment
+
+
+async def _turn(
+    world: tuple[Admitted, SessionStore, Attachment], prompt: str, breaks: bool = False
+) -> tuple[RunFinished, list[Item]]:
+    admitted, store, attachment = world
+    quiet = Quiet()
+    setup = turn_setup(
+        admitted,
+        ("fixture", None, None),
+        attachment.session_id,
+        os.urandom(8).hex(),
+        ApprovalBroker(quiet.announce),
+    )
+    seen: list[Item] = []
+    provider = BreaksMidReply() if breaks else setup.provider
+    inner = provider.stream
+
+    def stream(request: ModelRequest) -> AsyncIterator[ProviderEvent]:
+        if not seen:
+            seen.extend(request.items)  # what the first model call of the turn was shown
+        return inner(request)
+
+    setup.provider = type("Spy", (), {"id": provider.id, "stream": staticmethod(stream)})()
+    journal = SessionJournal(attachment, store.path_of(attachment.session_id))
+    finished = await run_turn(setup, journal, quiet, TurnControl(), prompt)
+    return finished, seen
+
+
+def _from_file(store: SessionStore, attachment: Attachment) -> list[Item]:
+    path = store.path_of(attachment.session_id)
+    if not path.exists():
+        return []
+    return replay(json.loads(raw) for raw in path.read_bytes().split(b"\n") if raw)
+
+
+def _fresh_revision_digest(world: tuple[Admitted, SessionStore, Attachment]) -> str:
+    admitted, store, attachment = world
+    path = store.path_of(attachment.session_id)
+    return reader.read_session(path, attachment.session_id, str(admitted.cwd)).digest
+
+
+async def test_each_turn_replays_the_whole_file_without_reading_it(
+    world: tuple[Admitted, SessionStore, Attachment], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads = CountingReplays(monkeypatch)
+    _, store, attachment = world
+    for number in range(3):
+        for prompt in PROMPTS:
+            before = _from_file(store, attachment)
+            finished, seen = await _turn(world, prompt)
+            assert finished.persistence == "durable" and finished.revision is not None
+            # the model saw every earlier item, then this turn's prompt
+            assert seen[:-1] == before and len(seen) == len(before) + 1
+            assert finished.revision.split(".", 1)[1] == _fresh_revision_digest(world)
+        finished, seen = await _turn(world, "break", breaks=True)
+        assert finished.outcome == "failed"
+        assert seen[:-1] == _from_file(store, attachment)[: len(seen) - 1]
+        assert number > 0 or reads.count == 1  # read once, at the first turn
+    assert reads.count == 1
+    path = store.path_of(attachment.session_id)
+    kinds = {json.loads(raw)["type"] for raw in path.read_bytes().split(b"\n") if raw}
+    assert {"assistant_chunk", "tool", "reasoning_summary"} <= kinds
+    snapshot = attachment.snapshot()
+    read = reader.read_session(path, attachment.session_id, attachment.cwd)
+    assert snapshot.part_count == len(build(read.projection).parts)
+
+
+async def test_a_change_by_someone_else_is_replayed_from_the_file(
+    world: tuple[Admitted, SessionStore, Attachment], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads = CountingReplays(monkeypatch)
+    _, store, attachment = world
+    await _turn(world, "first question")
+    await _turn(world, "second question")
+    path = store.path_of(attachment.session_id)
+    data = path.read_bytes()
+    with path.open("r+b") as out:  # same size: our next append does not refuse it
+        out.seek(data.index(b"first question"))
+        out.write(b"FIRST")
+    _, seen = await _turn(world, "third")
+    assert reads.count == 2
+    assert seen[:-1] == _from_file(store, attachment)[: len(seen) - 1]
+    assert any(getattr(item, "text", "").startswith("FIRST question") for item in seen)
+    await _turn(world, "fourth")  # the re-read at the end of "third" renewed the revision
+    assert reads.count == 3
+    finished, _ = await _turn(world, "fifth")
+    assert reads.count == 3  # kept again
+    assert finished.revision is not None
+    assert finished.revision.split(".", 1)[1] == _fresh_revision_digest(world)
+
+
+async def test_a_new_attachment_builds_its_own_replay(
+    world: tuple[Admitted, SessionStore, Attachment], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads = CountingReplays(monkeypatch)
+    admitted, store, attachment = world
+    await _turn(world, "one")
+    reopened, _ = store.open(attachment.session_id, admitted.cwd)  # same-process reopen
+    _, seen = await _turn((admitted, store, reopened), "two")
+    assert reads.count == 2
+    assert seen[:-1] == _from_file(store, reopened)[: len(seen) - 1]
+    reopened.close()
