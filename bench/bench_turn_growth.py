@@ -111,8 +111,8 @@ async def measure(constant: bool) -> tuple[float, float, float, int]:
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp) / "ws"
         workspace.mkdir()
-        admitted = admit(workspace, {"MC_HOME": str(Path(tmp) / "home"), "PATH": "/usr/bin"})
-        store = SessionStore(admitted.paths.home)
+        admitted = admit(str(workspace), {"MC_HOME": str(Path(tmp) / "home"), "PATH": "/usr/bin"})
+        store = SessionStore(Path(admitted.paths.home))
         selection = Selection("fixture", "fixture-model", None)
         fresh = store.create(admitted.cwd, selection)
         fresh_time = await median_turn(admitted, store, fresh, constant)

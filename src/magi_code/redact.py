@@ -35,13 +35,30 @@ _TOKENS = re.compile(
 )
 
 
+# What each pattern cannot match without: substring tests are far cheaper than a regex pass,
+# and most text (a whole history, at open) contains none of them.
+_TOKEN_MARKS = (
+    *("sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AKIA", "ASIA"),
+    *("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "AIza", "eyJ"),
+)
+_BEARER_MARKS = ("bearer", "token", "basic")
+_KEY_MARKS = ("pass", "pwd", "secret", "token", "api", "access", "auth")
+
+
 def redact(text: str) -> str:
     """Replace every secret-looking substring with a marker; keep the words around it."""
-    text = _PEM.sub(REDACTED, text)
-    text = _URL_PASSWORD.sub(rf"\1:{REDACTED}@", text)
-    text = _BEARER.sub(rf"\1 {REDACTED}", text)
-    text = _KEY_VALUE.sub(rf"\1\2{REDACTED}", text)
-    return _TOKENS.sub(REDACTED, text)
+    if "PRIVATE KEY-----" in text:
+        text = _PEM.sub(REDACTED, text)
+    if "://" in text and "@" in text:
+        text = _URL_PASSWORD.sub(rf"\1:{REDACTED}@", text)
+    lower = text.lower()
+    if any(mark in lower for mark in _BEARER_MARKS):
+        text = _BEARER.sub(rf"\1 {REDACTED}", text)
+    if any(mark in lower for mark in _KEY_MARKS) and ("=" in text or ":" in text):
+        text = _KEY_VALUE.sub(rf"\1\2{REDACTED}", text)
+    if any(mark in text for mark in _TOKEN_MARKS):
+        text = _TOKENS.sub(REDACTED, text)
+    return text
 
 
 def looks_secret(text: str) -> bool:

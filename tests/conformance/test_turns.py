@@ -433,3 +433,25 @@ def test_activity_identity_limit_at_its_edge(spawn: Spawn) -> None:
     finished = events[-1].data
     assert (finished["outcome"], finished["error_code"]) == ("failed", "execution_failed")
     assert len({e.data["activity_id"] for e in events if e.name == "activity"}) == n
+
+
+def test_compaction_when_history_outgrows_the_context_window(spawn: Spawn, home: Path) -> None:
+    home.mkdir()
+    (home / "settings.toml").write_text(
+        '[providers.fixture]\nwire_api = "fixture"\nmodels = ["fixture-model"]\n'
+        "context_window = 300\n"  # tokens: compaction past 240, ~960 bytes of history
+    )
+    child = spawn()
+    sid = attach(child)
+    _, first = run(child, sid, "a" * 600)
+    assert not [e for e in first if e.data.get("kind") == "compaction"]
+    _, second = run(child, sid, "b" * 600)  # 1,200+ bytes before the model call: compact
+    states = [e.data["state"] for e in second if e.data.get("kind") == "compaction"]
+    assert states == ["started", "completed"]
+    assert second[-1].data["outcome"] == "completed"
+    _, third = run(child, sid, "c" * 100)  # replay starts from the summary: no new compaction
+    assert not [e for e in third if e.data.get("kind") == "compaction"]
+    entries = [e for p in pages(child, sid, third[-1].data["revision"]) for e in p["entries"]]
+    kinds = [e["kind"] for e in entries]
+    assert kinds.count("compaction") == 1
+    assert kinds.index("compaction") > kinds.index("user")  # history keeps what came before

@@ -83,8 +83,8 @@ def world(tmp_path: Path) -> tuple[Admitted, SessionStore, Attachment]:
     home, workspace = tmp_path / "home", tmp_path / "ws"
     workspace.mkdir()
     (workspace / "notes.txt").write_text("alpha\n")
-    admitted = admit(workspace, {"MC_HOME": str(home), "PATH": "/usr/bin:/bin"})
-    store = SessionStore(admitted.paths.home)
+    admitted = admit(str(workspace), {"MC_HOME": str(home), "PATH": "/usr/bin:/bin"})
+    store = SessionStore(Path(admitted.paths.home))
     attachment = store.create(admitted.cwd, Selection("fixture", "fixture-model", None))
     return admitted, store, attachment
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from magi_code.providers.base import (
+    AssistantText,
     Completed,
     ModelRequest,
     ProviderEvent,
@@ -142,3 +143,25 @@ async def test_undeliverable_critical_event_cancels_with_output_unavailable(
     ]
     assert records[-1]["type"] == "run_finished"
     assert records[-1]["error_code"] == "output_unavailable"
+
+
+def test_replay_starts_from_a_compaction_summary() -> None:
+    from magi_code.runner.compaction import SUMMARY_PREFIX
+    from magi_code.runner.replay import replay
+
+    records = [
+        {"type": "user", "message_id": "u1", "text": "first"},
+        {"type": "assistant", "message_id": "a1", "text": "one"},
+        {"type": "user", "message_id": "u2", "text": "second"},
+        {"type": "assistant_chunk", "message_id": "a2", "index": 0, "text": "tw"},
+        {"type": "compaction", "text": "they said first", "keep_from": "u2"},
+        {"type": "assistant_chunk", "message_id": "a2", "index": 1, "text": "o"},
+        {"type": "user", "message_id": "u3", "text": "third"},
+    ]
+    items = replay(records)
+    assert items == [
+        UserText(SUMMARY_PREFIX + "they said first"),
+        UserText("second"),
+        AssistantText("two"),
+        UserText("third"),
+    ]

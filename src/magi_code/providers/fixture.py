@@ -68,6 +68,18 @@ def script_and_round(request: ModelRequest) -> tuple[list[dict[str, Any]] | None
     return expanded, rounds
 
 
+def request_chars(request: ModelRequest) -> int:
+    """A cheap size of the request: the characters of its texts, arguments and outputs."""
+    return sum(
+        len(
+            getattr(item, "text", "")
+            or getattr(item, "arguments", "")
+            or getattr(item, "output", "")
+        )
+        for item in request.items
+    )
+
+
 def split_text(text: str, parts: int) -> list[str]:
     size = max(1, -(-len(text) // max(1, parts)))
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
@@ -112,7 +124,5 @@ class FixtureProvider:
             )
         if step.get("hang"):
             await anyio.sleep_forever()
-        yield Usage(
-            input_tokens=sum(len(str(i)) for i in request.items) // 4, output_tokens=len(text) // 4
-        )
+        yield Usage(input_tokens=request_chars(request) // 4, output_tokens=len(text) // 4)
         yield Completed("tool_use" if step.get("tools") else "end_turn")
