@@ -1,12 +1,15 @@
 """`make run`: the main job end to end on the built-in fixture provider, through the real
 `magi-code serve --stdio` child and the typed client. No network, no credentials.
 
-It initializes, creates a session, runs a turn in which the scripted model lists the
-workspace (allowed by default) and writes a file (which asks: the demo approves it), pages
-the history, reopens the session in a fresh child, and shuts down.
+In a scratch workspace holding a small script with a typo, one turn has the (scripted) model
+read the file, edit it and run it; the edit and the command ask for approval and this client
+answers yes. Then a fresh child reopens the session and pages its history, and both children
+shut down. The fixture provider is a scripted stand-in for a real model (see
+providers/fixture.py): the point is the protocol, the runner, the tools and the store.
 """
 
 import json
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -14,31 +17,56 @@ from typing import Any
 from magi_code.client import LocalAgentClient, environment
 
 SCRIPT = [
-    {"text": "Let me look at the workspace.", "tools": [{"name": "list_dir", "arguments": {}}]},
     {
-        "text": "I will write a note.",
-        "tools": [{"name": "write_file", "arguments": {"path": "NOTE.md", "content": "hi\n"}}],
+        "text": "Let me read the script.",
+        "tools": [{"name": "read_file", "arguments": {"path": "hello.py"}}],
     },
-    {"text": "Done: NOTE.md holds a greeting.", "deltas": 4},
+    {
+        "text": "The greeting has a typo; I will fix it.",
+        "tools": [
+            {
+                "name": "edit_file",
+                "arguments": {"path": "hello.py", "old": "Helo", "new": "Hello"},
+            }
+        ],
+    },
+    {
+        "text": "Now let me run it.",
+        "tools": [{"name": "shell", "arguments": {"command": f"{sys.executable} hello.py"}}],
+    },
+    {"text": "Fixed: the script now prints the greeting correctly.", "deltas": 4},
 ]
 
 
-def show(label: str, value: object) -> None:
-    print(f"{label}: {json.dumps(value, ensure_ascii=False)}", flush=True)
+def say(line: str) -> None:
+    print(line, flush=True)
 
 
 def turn(agent: LocalAgentClient, session_id: str, prompt: str) -> dict[str, Any]:
-    agent.request("turn.start", {"session_id": session_id, "prompt": prompt})
+    run_id = agent.request("turn.start", {"session_id": session_id, "prompt": prompt})["run_id"]
+    say(f"turn.start accepted: run {run_id}")
+    parts: dict[str, list[str]] = {}  # reconciliation parts per assistant message
     while True:
         event = agent.next_event()
-        data = {k: v for k, v in event.data.items() if k not in ("session_id", "run_id")}
-        show(f"  event {event.name}", data)
-        if event.name == "approval.requested":
-            answer = {"session_id": session_id, "run_id": event.data["run_id"]}
-            answer |= {"approval_id": event.data["approval_id"], "allow": True}
-            show("  approval.answer", agent.request("approval.answer", answer))
-        if event.name == "run.finished":
-            return event.data
+        data = event.data
+        if event.name == "input.persisted":
+            say(f"  your prompt is on disk (message {data['message_id']})")
+        elif event.name == "message.reconcile":
+            parts.setdefault(data["message_id"], []).append(data["text"])
+            if data["last_part"]:
+                say(f"  assistant: {''.join(parts.pop(data['message_id']))}")
+        elif event.name == "activity":
+            say(f"  [{data['name']} {data['state']}] {data['summary']}")
+        elif event.name == "approval.requested":
+            answer = {"session_id": session_id, "run_id": run_id}
+            answer |= {"approval_id": data["approval_id"], "allow": True}
+            agent.request("approval.answer", answer)
+            say(f"  approval asked: {data['summary']!r} -> the client allows it")
+        elif event.name == "diagnostic":
+            say(f"  diagnostic {data['code']}: {data['summary']}")
+        elif event.name == "run.finished":
+            say(f"run.finished: {data['outcome']}, history {data['persistence']}")
+            return data
 
 
 def history(agent: LocalAgentClient, session_id: str, revision: str) -> None:
@@ -48,9 +76,10 @@ def history(agent: LocalAgentClient, session_id: str, revision: str) -> None:
             "history.page", {"session_id": session_id, "revision": revision, "cursor": cursor}
         )
         for entry in page["entries"]:
-            print(f"  [{entry['kind']}] {entry['text'][:70]}")
+            text = entry["text"] if len(entry["text"]) < 90 else entry["text"][:87] + "..."
+            say(f"  {entry['kind']:>10}: {text}")
         if page["next_cursor"] is None:
-            print(f"  complete: {page['complete']}")
+            say(f"  (complete: {page['complete']})")
             return
         cursor = page["next_cursor"]
 
@@ -59,26 +88,25 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="magi-code-demo-") as tmp:
         workspace, home = Path(tmp) / "workspace", Path(tmp) / "home"
         workspace.mkdir()
+        (workspace / "hello.py").write_text('print("Helo, world!")\n')
         env = environment(home)
         with LocalAgentClient.spawn(cwd=workspace, env=env) as agent:
             init = agent.request("initialize", {"required_capabilities": ["turn.start"]})
-            show("capabilities", init["capabilities"])
-            show("status", agent.request("status"))
+            status = init["status"]
+            say(f"initialized: {status['provider']}/{status['model']}, {status['readiness']}")
+            say(f"capabilities: {', '.join(init['capabilities'])}")
             session = agent.request("session.create")
-            show("session.create", session)
-            finished = turn(agent, session["session_id"], "fixture:" + json.dumps(SCRIPT))
-            print(f"NOTE.md on disk: {(workspace / 'NOTE.md').read_text()!r}")
-            print("history:")
-            history(agent, session["session_id"], finished["revision"])
-            show("shutdown", agent.request("shutdown"))
-            print(f"child exited with {agent.finish()}")
+            session_id = session["session_id"]
+            say(f"session.create: {session_id} (durable: {session['durable']})")
+            turn(agent, session_id, "fixture:" + json.dumps(SCRIPT))
+            say(f"hello.py now reads: {(workspace / 'hello.py').read_text().strip()}")
+            say(f"shutdown: {agent.request('shutdown')['state']}; exit {agent.finish()}")
         with LocalAgentClient.spawn(cwd=workspace, env=env) as agent:
             agent.request("initialize", {"required_capabilities": ["session.open"]})
-            opened = agent.request("session.open", {"session_id": session["session_id"]})
-            show("reopened in a fresh child", opened)
-            history(agent, opened["session_id"], opened["revision"])
-            agent.request("shutdown")
-            print(f"child exited with {agent.finish()}")
+            opened = agent.request("session.open", {"session_id": session_id})
+            say(f"a fresh child reopened {session_id} (durable: {opened['durable']}); history:")
+            history(agent, session_id, opened["revision"])
+            say(f"shutdown: {agent.request('shutdown')['state']}; exit {agent.finish()}")
     return 0
 
 
