@@ -7,6 +7,10 @@ Imports stay minimal on the `serve --stdio` path; each face imports its own modu
 import os
 import stat
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 USAGE = """usage:
   magi-code                      Mission Control (needs a terminal)
@@ -14,7 +18,10 @@ USAGE = """usage:
   magi-code serve --stdio        the local-agent protocol over inherited pipes
   magi-code login | logout | models [--refresh] [--json]
   magi-code mcp digest NAME      the digest to add to the global mcp.approved list
+  magi-code sessions list [--json]
+  magi-code sessions prune [--older-than DAYS] [--dry-run]
 """
+DAYS_DIGITS = 9  # --older-than: a day count, not a number to make int() work hard
 
 
 def refuse(message: str) -> int:
@@ -37,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
         return serve(args[1:])
     if args[:1] in (["login"], ["logout"], ["models"]):
         return provider_command(args[0], args[1:])
+    if args[:1] == ["sessions"]:
+        return sessions_command(args[1:])
     if len(args) == 3 and args[:2] == ["mcp", "digest"]:
         return mcp_digest(args[2])
     if args == [] or (len(args) == 2 and args[0] == "--prompt"):
@@ -94,6 +103,110 @@ def provider_command(name: str, rest: list[str]) -> int:
     except settings.SettingsError:
         return refuse("the settings are not valid")
     return commands.models(rest, Path(home), conf)
+
+
+def sessions_command(rest: list[str]) -> int:
+    """`sessions list` and `sessions prune`: plain commands over MC_HOME/sessions, no terminal
+    needed; they never create MC_HOME."""
+    from pathlib import Path
+
+    from magi_code.config import paths
+
+    home = paths.resolve_home(os.environ)
+    directory = Path(paths.Paths(home).sessions)
+    if rest in (["list"], ["list", "--json"]):
+        return list_sessions(directory, as_json=rest == ["list", "--json"])
+    if rest[:1] != ["prune"]:
+        return refuse("sessions takes list [--json] or prune [--older-than DAYS] [--dry-run]")
+    options = prune_options(rest[1:])
+    if options is None:
+        return refuse("sessions prune takes [--older-than DAYS] [--dry-run]")
+    days, dry_run = options
+    if days is None:
+        days = configured_retention(home)
+        if days is None:
+            return refuse("the settings are not valid")
+        if days == 0:  # retention disabled: only an explicit --older-than prunes
+            print("sessions.retention_days is 0: pass --older-than DAYS", file=sys.stderr)
+            print("0 sessions removed")
+            return 0
+    return prune_sessions(directory, days, dry_run)
+
+
+def prune_options(rest: list[str]) -> tuple[int | None, bool] | None:
+    """(days or None, dry_run) from `[--older-than DAYS] [--dry-run]`; None when malformed."""
+    days: int | None = None
+    dry_run = False
+    words = iter(rest)
+    for word in words:
+        if word == "--dry-run" and not dry_run:
+            dry_run = True
+        elif word.partition("=")[0] == "--older-than" and days is None:
+            value = word.partition("=")[2] if "=" in word else next(words, "")
+            if not (value.isascii() and value.isdigit() and len(value) <= DAYS_DIGITS):
+                return None
+            days = int(value)
+        else:
+            return None
+    return days, dry_run
+
+
+def configured_retention(home: str) -> int | None:
+    """`sessions.retention_days` of the merged settings; None when they are not valid."""
+    from magi_code.config import paths, settings
+    from magi_code.sessions.retention import retention_days
+
+    try:
+        conf = settings.load(paths.Paths(home).settings, paths.project_settings(os.getcwd()))
+    except settings.SettingsError:
+        return None
+    return retention_days(conf)
+
+
+def prune_sessions(directory: "Path", days: int, dry_run: bool) -> int:
+    """Print each removed ID (each that would be, with --dry-run) on its own line, then a count."""
+    import time
+
+    from magi_code.sessions.retention import prune
+
+    removed = prune(directory, days, time.time_ns(), dry_run=dry_run)
+    for session_id in removed:
+        print(session_id)
+    print(f"{len(removed)} sessions {'would be removed' if dry_run else 'removed'}")
+    return 0
+
+
+def list_sessions(directory: "Path", *, as_json: bool) -> int:
+    """What is stored, newest activity first; prompt text comes redacted from retention."""
+    import json
+    from datetime import UTC, datetime
+
+    from magi_code.sessions.retention import scan
+
+    rows = [
+        {
+            "session_id": stored.session_id,
+            "last_activity": datetime.fromtimestamp(stored.mtime_ns / 1e9, UTC).strftime(
+                "%Y-%m-%dT%H:%M:%SZ"
+            ),
+            "size": stored.size,
+            "state": "durable" if stored.durable else "empty",
+            "attached": stored.attached,
+            "first_prompt": stored.first_prompt,
+        }
+        for stored in scan(directory)
+    ]
+    if as_json:
+        print(json.dumps({"sessions": rows}))
+        return 0
+    for row in rows:
+        attached = "attached" if row["attached"] else "detached"
+        print(
+            f"{row['session_id']}  {row['last_activity']}  {row['size']:>9} B  "
+            f"{row['state']:<7}  {attached:<8}  {row['first_prompt'] or '-'}"
+        )
+    print(f"{len(rows)} sessions")
+    return 0
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 Precedence: built-in defaults < MC_HOME/settings.toml < <cwd>/.magi-code/settings.toml.
 Tables merge key by key; any other value in the project file replaces the global one.
-Two keys are global-only, so a project cannot grant itself trust: `mcp.approved` (which
-MCP server definitions are approved) and `permissions.trusted_projects`.
+Three keys are global-only, so a project cannot grant itself trust or delete history:
+`mcp.approved` (which MCP server definitions are approved), `permissions.trusted_projects`
+and `sessions.retention_days` (the sessions under MC_HOME belong to every project).
 Loading reads files and never writes them. Errors are `SettingsError` with no file content.
 """
 
@@ -17,7 +18,11 @@ DEFAULTS: dict[str, Any] = {
     "agent": "default",
     "providers": {"fixture": {"wire_api": "fixture", "models": ["fixture-model"]}},
 }
-GLOBAL_ONLY = (("mcp", "approved"), ("permissions", "trusted_projects"))
+GLOBAL_ONLY = (
+    ("mcp", "approved"),
+    ("permissions", "trusted_projects"),
+    ("sessions", "retention_days"),  # sessions are global: a project must not prune them
+)
 
 
 class SettingsError(Exception):
@@ -77,3 +82,7 @@ def validate(settings: Mapping[str, Any]) -> None:
     instructions = settings.get("instructions", [])
     if not isinstance(instructions, list) or not all(isinstance(p, str) for p in instructions):
         raise SettingsError("instructions must be a list of paths")
+    sessions = settings.get("sessions", {})
+    days = sessions.get("retention_days", 0) if isinstance(sessions, Mapping) else None
+    if isinstance(days, bool) or not isinstance(days, int) or days < 0:
+        raise SettingsError("sessions.retention_days must be a whole number of days, 0 or more")

@@ -1,6 +1,7 @@
 """The terminal face: one prompt (`--prompt TEXT`) or a line-by-line session (`magi-code`).
 
-It drives the same runner as the local agent: admitted startup, a session from the store,
+It drives the same runner as the local agent: admitted startup, the retention sweep of expired
+sessions (sessions/retention.py; interactive startup only), a session from the store,
 `run_turn` with an emitter that writes to the terminal. Replies stream to stdout; tool
 activity, approvals and diagnostics go to stderr; an approval is answered at the terminal
 (y/N, default deny). EOF or Ctrl-C ends the session; a turn cut short is recorded as such.
@@ -8,6 +9,7 @@ activity, approvals and diagnostics go to stderr; an approval is answered at the
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -25,6 +27,7 @@ from magi_code.runner.setup import turn_setup
 from magi_code.runner.startup import Admitted, StartupError, admit
 from magi_code.runner.turn import TurnControl, run_turn
 from magi_code.sessions import Attachment, Selection, SessionStore
+from magi_code.sessions.retention import auto_prune
 from magi_code.tools.approvals import ApprovalBroker
 
 
@@ -100,6 +103,9 @@ async def main_async(prompt: str | None) -> int:
     except StartupError as failed:
         print(f"magi-code: startup failed: {failed.code}", file=sys.stderr)
         return 1
+    pruned = auto_prune(admitted.paths.home, admitted.settings, time.time_ns())
+    if pruned:
+        print(f"magi-code: removed {len(pruned)} expired sessions", file=sys.stderr)
     store = SessionStore(Path(admitted.paths.home))
     selection = Selection(admitted.provider, admitted.model, admitted.thinking)
     attachment = store.create(admitted.cwd, selection)

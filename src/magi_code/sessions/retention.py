@@ -1,0 +1,193 @@
+"""Session retention: what is stored under MC_HOME/sessions, and deleting what has expired.
+
+A session's age is its file's mtime (the last append). `prune` deletes each `<id>.jsonl` at
+least `days` old, taking the session's writer and active leases first (without waiting), so a
+session attached by any process is skipped and a concurrent open cannot race the deletion:
+under the leases the file is checked again, unlinked, then its lock files, then the leases
+are released. Whoever later locks an unlinked lock file finds the session missing.
+`scan` reads what a person needs to see (`sessions list`); its prompt text is redacted.
+
+What it must never do: delete or follow a symlink, delete a non-regular file, another user's
+file, or a file whose name is not `<valid session id>.jsonl`; create the sessions directory;
+read more of a file than the first user prompt needs. `sessions.retention_days` is read from
+the admitted settings (config validates it); 0 disables the automatic sweep.
+"""
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from magi_code.redact import redact
+from magi_code.sessions.errors import SessionError
+from magi_code.sessions.ids import valid_session_id
+from magi_code.sessions.leases import _LEASES, Leases, _lock_path, is_active
+from magi_code.sessions.reader import decode_record
+
+DEFAULT_RETENTION_DAYS = 30  # the spec's CLI default; 0 disables the automatic sweep
+DAY_NS = 86_400 * 1_000_000_000
+PROMPT_CHARS = 80  # what `sessions list` shows of the first prompt's first line
+SCAN_BYTES = 1 << 20  # how far `scan` reads into a file looking for the first prompt
+SUFFIX = ".jsonl"
+
+
+@dataclass(frozen=True)
+class StoredSession:
+    session_id: str
+    mtime_ns: int  # last activity: the last append
+    size: int
+    attached: bool  # some process holds its active lease
+    first_prompt: str | None  # first line of the first user prompt, redacted and truncated
+
+    @property
+    def durable(self) -> bool:
+        """False for an empty file (it opens, but holds nothing yet)."""
+        return self.size > 0
+
+
+def retention_days(settings: Mapping[str, Any]) -> int:
+    """The configured retention (settings.validate has checked its type and sign)."""
+    table = settings.get("sessions", {})
+    days: int = table.get("retention_days", DEFAULT_RETENTION_DAYS)
+    return days
+
+
+def _session_files(directory: Path) -> Iterator[tuple[str, os.stat_result]]:
+    """(id, lstat) of each regular, own file named `<valid id>.jsonl`; nothing else."""
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:  # no sessions directory yet, or an unreadable one: nothing to see
+        return
+    for entry in entries:
+        session_id = entry.name.removesuffix(SUFFIX)
+        if not entry.name.endswith(SUFFIX) or not valid_session_id(session_id):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if _own_regular(info):
+            yield session_id, info
+
+
+def _own_regular(info: os.stat_result) -> bool:
+    return stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid()
+
+
+def _attached(directory: Path, session_id: str) -> bool:
+    """Whether some process holds the active lease; an unusable lock file counts as held."""
+    try:
+        return is_active(directory, session_id)
+    except OSError:
+        return True
+
+
+def expired(directory: Path, days: int, now_ns: int) -> list[str]:
+    """IDs of the stored sessions at least `days` old and not attached, oldest first."""
+    cutoff = now_ns - days * DAY_NS
+    found = [
+        (info.st_mtime_ns, session_id)
+        for session_id, info in _session_files(directory)
+        if info.st_mtime_ns <= cutoff and not _attached(directory, session_id)
+    ]
+    return [session_id for _, session_id in sorted(found)]
+
+
+def prune(directory: Path, days: int, now_ns: int, *, dry_run: bool = False) -> list[str]:
+    """Delete the sessions at least `days` old that nobody holds; returns the deleted IDs
+    (with `dry_run`, the IDs that would be deleted now, deleting nothing)."""
+    candidates = expired(directory, days, now_ns)
+    if dry_run:
+        return candidates
+    cutoff = now_ns - days * DAY_NS
+    return [sid for sid in candidates if _delete(directory, sid, cutoff)]
+
+
+def _delete(directory: Path, session_id: str, cutoff_ns: int) -> bool:
+    try:
+        leases = Leases.acquire(directory, session_id)
+    except SessionError:  # attached by someone (session_busy) or an unusable lock file
+        return False
+    try:
+        path = directory / f"{session_id}{SUFFIX}"
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:  # someone else pruned it: drop the lock files we made
+            _unlink_locks(directory, session_id)
+            return False
+        # Checked again under the leases: an append may have landed since the scan.
+        if not _own_regular(info) or info.st_mtime_ns > cutoff_ns:
+            return False
+        os.unlink(path)
+        _unlink_locks(directory, session_id)
+        return True
+    except OSError:
+        return False
+    finally:
+        leases.release()
+
+
+def _unlink_locks(directory: Path, session_id: str) -> None:
+    for lease in _LEASES:
+        with contextlib.suppress(OSError):  # an orphan lock file is harmless
+            os.unlink(_lock_path(directory, session_id, lease))
+
+
+def auto_prune(home: str, settings: Mapping[str, Any], now_ns: int) -> list[str]:
+    """The startup sweep of an interactive face: nothing when retention is 0."""
+    days = retention_days(settings)
+    if days == 0:
+        return []
+    return prune(Path(home) / "sessions", days, now_ns)
+
+
+def scan(directory: Path) -> list[StoredSession]:
+    """Every stored session, most recent activity first."""
+    found = [
+        StoredSession(
+            session_id,
+            info.st_mtime_ns,
+            info.st_size,
+            _attached(directory, session_id),
+            _first_prompt(directory / f"{session_id}{SUFFIX}", session_id),
+        )
+        for session_id, info in _session_files(directory)
+    ]
+    return sorted(found, key=lambda s: (-s.mtime_ns, s.session_id))
+
+
+def _first_prompt(path: Path, session_id: str) -> str | None:
+    """The first user prompt's first line, shown safely; None when none is readable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as stored:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        budget = SCAN_BYTES
+        while budget > 0:
+            raw = stored.readline(budget)  # binary readline splits on b"\n" only
+            budget -= len(raw)
+            if not raw.endswith(b"\n"):
+                return None  # end of file, a torn tail, or past the budget
+            try:
+                record = decode_record(raw[:-1], session_id)
+            except SessionError:
+                return None
+            if record["type"] == "user":
+                return display_line(record["text"])
+    return None
+
+
+def display_line(text: str) -> str:
+    """First line, redacted before it is cut (a cut could hide a secret's shape from the
+    redactor), control characters replaced, at most PROMPT_CHARS characters."""
+    shown = redact(text.split("\n", 1)[0])
+    shown = "".join(" " if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 else c for c in shown)
+    if len(shown) > PROMPT_CHARS:
+        shown = shown[: PROMPT_CHARS - 1] + "…"
+    return shown
