@@ -4,7 +4,8 @@ Two advisory `flock` locks on files beside the session (`<id>.writer.lock`, `<id
 0600): the writer lease guards appends, the active lease marks the session attached (retention
 must not delete it). Both are taken together, without waiting, and held for an attachment's
 life; `flock` belongs to the open file description, so even a second open in the same process
-is refused. Lock files are never deleted: unlinking a lock file that someone may hold races.
+is refused. Lock files are deleted only by retention, while it holds both leases and after the
+session's .jsonl is gone: anyone who then locks the unlinked file finds the session missing.
 """
 
 import fcntl

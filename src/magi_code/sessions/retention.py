@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from magi_code.limits import DEFAULT_RETENTION_DAYS
 from magi_code.redact import redact
 from magi_code.sessions.errors import SessionError
 from magi_code.sessions.ids import valid_session_id
 from magi_code.sessions.leases import _LEASES, Leases, _lock_path, is_active
 from magi_code.sessions.reader import decode_record
 
-DEFAULT_RETENTION_DAYS = 30  # the spec's CLI default; 0 disables the automatic sweep
 DAY_NS = 86_400 * 1_000_000_000
 PROMPT_CHARS = 80  # what `sessions list` shows of the first prompt's first line
 SCAN_BYTES = 1 << 20  # how far `scan` reads into a file looking for the first prompt
