@@ -124,7 +124,7 @@ class LocalServer:
     @property
     def url(self) -> str:
         host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def script(self, path: str, *replies: Reply) -> None:
         self.replies.setdefault(path, deque()).extend(replies)
