@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test verify lint typecheck bench clean
+.PHONY: run test test-streaming verify lint typecheck bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,12 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# Provider response boundaries: SSE decoder partitions and local-HTTP fixtures, no credentials.
+test-streaming: $(STAMP)
+	$(BIN)/python -m pytest tests/providers/test_sse.py tests/providers/test_http_bounds.py \
+		tests/providers/test_wire_apis.py tests/providers/test_wire_errors.py \
+		tests/providers/test_stream_boundaries.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,7 +1,9 @@
 """A real HTTP server on 127.0.0.1 that replays scripted replies, one per request.
 
-Each `Reply` can stream its body in chunks, stall, or hang until the client goes away; the
-server records every request and whether the client closed a hanging connection.
+Each `Reply` can stream its body in chunks (close-delimited, or framed as HTTP/1.1 chunked
+transfer coding), stall, drop the connection before the body is complete, or hang until the
+client goes away; the server records every request and whether the client closed a hanging
+connection. Small writes go out at once (no Nagle), so a drip reaches the client as a drip.
 """
 
 import json
@@ -22,6 +24,8 @@ class Reply:
     delay_s: float = 0.0  # before each chunk
     hang: bool = False  # after the chunks, keep the connection open until the client leaves
     content_length: bool = False
+    chunked: bool = False  # frame each chunk with transfer-encoding: chunked
+    drop: bool = False  # close the connection after the chunks, before the body's end
 
     @staticmethod
     def json(value: object, status: int = 200) -> "Reply":
@@ -55,6 +59,10 @@ class LocalServer:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
+            def setup(self) -> None:
+                super().setup()
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
             def do_GET(self) -> None:
                 self._answer()
 
@@ -81,16 +89,23 @@ class LocalServer:
                     self.send_header(name, value)
                 if reply.content_length:
                     self.send_header("content-length", str(sum(map(len, reply.chunks))))
+                if reply.chunked:
+                    self.send_header("transfer-encoding", "chunked")
                 self.send_header("connection", "close")
                 self.end_headers()
                 try:
                     for chunk in reply.chunks:
                         if reply.delay_s:
                             time.sleep(reply.delay_s)
-                        self.wfile.write(chunk)
+                        self.wfile.write(_framed(chunk) if reply.chunked else chunk)
                         self.wfile.flush()
-                    if reply.hang:
+                    if reply.drop:
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        return
+                    if reply.hang:  # the body never ends
                         self._hang()
+                    elif reply.chunked:
+                        self.wfile.write(b"0\r\n\r\n")
                 except OSError:
                     server.client_closed.set()
 
@@ -109,7 +124,7 @@ class LocalServer:
     @property
     def url(self) -> str:
         host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def script(self, path: str, *replies: Reply) -> None:
         self.replies.setdefault(path, deque()).extend(replies)
@@ -122,6 +137,10 @@ class LocalServer:
         self.stop.set()
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def _framed(chunk: bytes) -> bytes:
+    return f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n"
 
 
 def sse(*events: tuple[str | None, object]) -> bytes:

@@ -1,7 +1,7 @@
 """The boundary cases replayed through every wire API's real client code, not just one."""
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -79,7 +79,7 @@ def wire(request: pytest.FixtureRequest) -> tuple[str, Build, bytes]:
     return WIRES[request.param]
 
 
-def ends_well(events: list[object]) -> bool:
+def ends_well(events: Sequence[object]) -> bool:
     return TextDelta("é") in events and isinstance(events[-1], Completed)
 
 
