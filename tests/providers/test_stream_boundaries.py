@@ -141,16 +141,18 @@ async def test_mid_event_end_after_delivered_events_fails_cleanly(
         assert await anyio.to_thread.run_sync(server.client_closed.wait, 5.0)
 
 
-async def test_dropped_before_any_event_is_retried(
-    server: LocalServer, tmp_path: Path, rich: tuple[str, Build, bytes, str]
+@pytest.mark.parametrize("ending", sorted(FAILS_AS))
+async def test_cut_before_any_event_is_retried(
+    server: LocalServer, tmp_path: Path, rich: tuple[str, Build, bytes, str], ending: Ending
 ) -> None:
     path, build, stream, _ = rich
     whole = await whole_events(server, tmp_path, path, build, stream)
     first_event_half = stream[: stream.index(b"\n\n") // 2]
-    server.script(path, ending_reply("dropped", first_event_half), Reply(chunks=[stream]))
+    server.script(path, ending_reply(ending, first_event_half), Reply(chunks=[stream]))
     sleeps = Sleeps()
+    policy = HttpPolicy(attempts=2, sleep=sleeps, inactivity_s=0.3)
     with anyio.fail_after(NO_HANG_S):
-        again = await collect(build(server, tmp_path, HttpPolicy(attempts=2, sleep=sleeps)))
+        again = await collect(build(server, tmp_path, policy))
     assert again == whole
     assert len(server.requests) == 3 and len(sleeps.delays) == 1
 

@@ -224,8 +224,13 @@ async def stream_sse(
                             delivered = True
                             yield event
                     for event in decoder.end():
+                        delivered = True
                         yield event
-                    return
+                    if delivered:
+                        return
+                    # No event at all is never a generation: the body was cut before its
+                    # first event, which a retry may well get whole.
+                    error, retry_after = ProviderError("transport_failed", retryable=True), None
         except _Failed as failed:
             error, retry_after = failed.error, failed.retry_after
         except SSEError:
