@@ -18,7 +18,7 @@ import selectors
 import signal
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -44,11 +44,29 @@ def _is_count(value: object) -> bool:
 
 class Server:
     def __init__(
-        self, directory: str, project: str, me: str, role: str, token: str, talk: str
+        self,
+        directory: str,
+        project: str,
+        me: str,
+        role: str,
+        token: str,
+        talk: str,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.directory, self.project, self.me, self.role = directory, project, me, role
-        self.token, self.talk = token, talk
+        self.token, self.talk, self.env = token, talk, env or {}
         self.parent = registry.read_parent(directory, me)
+        # The parent's key is read now, while it surely lives: a report written after the parent
+        # has gone still records who may read it.
+        parent_key = registry.read_key(directory, self.parent) if self.parent else None
+        self.owner = {
+            "project": project,
+            "id": me,
+            "role": role,
+            "parent": self.parent,
+            "key": registry.digest(token),
+            "parent_key": parent_key.sha256 if parent_key else None,
+        }
         self.label = names.label(project, role, me)
         self.tasks = Tasks()
         self.doing: dict[str, Any] = {"busy": False, "working_for": 0, "waiting": 0}
@@ -301,12 +319,14 @@ class Server:
         with self._report_lock:
             previous = self.report or self._stored_report()
             revision = (previous.revision if previous else 0) + 1
-            stored = reports.Report(bytes(peer.upload), revision)
-            registry.write_atomic(
-                registry.join(self.directory, f"{self.me}.report"), reports.encode_stored(stored)
-            )
+            stored = reports.Report(bytes(peer.upload), revision, self.owner)
+            peer.upload.clear()
+            try:
+                path = registry.join(registry.state_dir(self.directory, self.env), self.me)
+            except registry.RegistryError as err:
+                return wire.refusal(err.code)
+            registry.write_atomic(path + ".report", reports.encode_stored(stored))
             self.report = stored
-        peer.upload.clear()
         summary = stored.summary()
         threading.Thread(target=self._notify_parent, args=(summary,), daemon=True).start()
         return wire.reply([summary])
@@ -326,25 +346,23 @@ class Server:
             conn.call("tell", [text, "report", summary])
 
     def read_report(self, peer: Peer, args: list[Any]) -> wire.Message:
-        if not 1 <= len(args) <= 2 or not _is_count(args[0]):
-            return wire.refusal("bad_args")
-        current = self.report or self._stored_report()
-        if current is None:
-            return wire.refusal("no_report")
-        if len(args) == 2 and args[1] != current.revision:
-            return wire.refusal("changed")
-        text = reports.page(current, args[0])
-        if text is None:
-            return wire.refusal("bad_args")
-        return wire.reply([{**current.summary(), "page": args[0], "text": text}])
+        return reports.read(self.report or self._stored_report(), args)
 
     def _stored_report(self) -> reports.Report | None:
-        try:
-            with open(registry.join(self.directory, f"{self.me}.report"), "rb") as f:
-                data = f.read()
-        except OSError:
-            return None
-        return reports.decode_stored(data)
+        """Ours from the state directory, else an older one in the runtime directory."""
+        with contextlib.suppress(registry.RegistryError):
+            found = _read_report(registry.state_dir(self.directory, self.env), self.me)
+            if found is not None and reports.owned_by(found, str(self.owner["key"])):
+                return found
+        return _read_report(self.directory, self.me)
+
+
+def _read_report(directory: str, session_id: str) -> reports.Report | None:
+    try:
+        with open(registry.join(directory, f"{session_id}.report"), "rb") as f:
+            return reports.decode_stored(f.read())
+    except OSError:
+        return None
 
 
 def bind(directory: str, me: str) -> socket.socket:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import queue
 import struct
 import threading
@@ -218,8 +219,9 @@ def test_report_bound_at_its_edge(pair: tuple[Session, Session]) -> None:
     assert answer["code"] == "bad_args"
 
 
-def test_older_plain_text_reports_remain_readable(pair: tuple[Session, Session]) -> None:
-    parent, child = pair
+def test_older_plain_text_reports_remain_readable(mel: Melchior) -> None:
+    parent = mel.start()
+    child = mel.start(parent)
     answer, _ = parent.tool("--verb=report", f"--who={child.id}")
     assert answer["code"] == "no_report"
     with open(child.at + ".report", "w", encoding="utf-8") as f:
@@ -234,5 +236,8 @@ def test_older_plain_text_reports_remain_readable(pair: tuple[Session, Session])
     ]
     stored, _ = child.tool("--verb=report", "--message=new")
     assert stored["result"][0]["revision"] == 1
-    with open(child.at + ".report", "rb") as f:
+    # A new report goes to the state directory, not beside the socket.
+    with open(os.path.join(mel.state(), child.id + ".report"), "rb") as f:
         assert json.loads(f.read())["body"] == "new"
+    answer, _ = parent.tool("--verb=report", f"--who={child.id}")
+    assert answer["result"][0]["text"] == "new"
