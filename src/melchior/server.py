@@ -22,9 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from melchior import names, policy, registry, reports, wire
+from melchior import names, policy, registry, reports, tasks, wire
 from melchior.limits import IDLE_TIMEOUT, MAX_CONNECTIONS, MAX_REPORT
-from melchior.tasks import Tasks
 
 SORTS = ("note", "attention", "report")
 
@@ -68,7 +67,7 @@ class Server:
             "parent_key": parent_key.sha256 if parent_key else None,
         }
         self.label = names.label(project, role, me)
-        self.tasks = Tasks()
+        self.tasks = tasks.Tasks()
         self.doing: dict[str, Any] = {"busy": False, "working_for": 0, "waiting": 0}
         self.report: reports.Report | None = None
         self._out: BinaryIO | None = None
@@ -82,6 +81,7 @@ class Server:
             "tell": self.tell,
             "ask": self.ask,
             "task": self.task,
+            "cancel": self.cancel,
             "report": self.read_report,
             "report_put": self.put_report,
             "end": self.end,
@@ -150,13 +150,25 @@ class Server:
                 self.doing = fields
                 return
             self.emit(wire.event("refused", code="bad_args"))
-        elif name == "answer":
-            task, text = item.get("task"), item.get("text")
-            message_id = task.rsplit("@", 1)[-1] if isinstance(task, str) else ""
-            if not wire.text_ok(text) or not self.tasks.answer(message_id, str(text)):
-                self.emit(wire.event("refused", code="unknown_task"))
+        elif name in ("answer", "task"):
+            code = self.on_task(item, "completed" if name == "answer" else item.get("state"))
+            if code:
+                self.emit(wire.event("refused", code=code))
         else:
             self.emit(wire.event("refused", code="bad_shape"))
+
+    def on_task(self, item: wire.Message, state: object) -> str:
+        """The harness moves one of our tasks: `answer` {task, text} completes it, and `task`
+        {task, state[, text]} sets any state but `canceled` (the asker's). "" or a code."""
+        handle, text = item.get("task"), item.get("text")
+        if state not in tasks.BY_HARNESS or not isinstance(handle, str):
+            return "bad_args"
+        if not (wire.text_ok(text) or (text is None and item.get(wire.TAG) == "task")):
+            return "bad_args"
+        owner, _, message_id = handle.rpartition("@")
+        if owner not in ("", self.me):
+            return "unknown_task"
+        return self.tasks.move(message_id, str(state), text if isinstance(text, str) else None)
 
     def cleanup(self) -> None:
         registry.remove(self.directory, self.me)
@@ -273,8 +285,8 @@ class Server:
             return wire.refusal("bad_args")
         assert peer.id is not None
         message_id = self.tasks.open(peer.id)
-        if message_id is None:
-            return wire.refusal("too_busy")
+        if message_id is None:  # full of live asks: answered, as a task that was not taken
+            return wire.reply([{"task": None, "state": "rejected", "code": "too_busy"}])
         task = f"{self.me}@{message_id}"
         self.emit(wire.event("message", who=peer.label, sort="question", text=args[0], task=task))
         return wire.reply([{"task": task, "state": "submitted"}])
@@ -288,6 +300,22 @@ class Server:
         if view is None:
             return wire.refusal("unknown_task")
         return wire.reply([{"task": f"{self.me}@{message_id}", **view}])
+
+    def cancel(self, peer: Peer, args: list[Any]) -> wire.Message:
+        """The asker withdraws its ask; the harness hears of it as a `task` event."""
+        if len(args) != 1 or not isinstance(args[0], str):
+            return wire.refusal("bad_args")
+        owner, _, message_id = args[0].rpartition("@")
+        assert peer.id is not None
+        code = "unknown_task"
+        if owner in ("", self.me):
+            code = self.tasks.move(message_id, "canceled", None, by=peer.id)
+        if code:
+            return wire.refusal(code)
+        handle = f"{self.me}@{message_id}"
+        self.emit(wire.event("task", task=handle, state="canceled", who=peer.label))
+        view = self.tasks.view(message_id, peer.id, self.me)
+        return wire.reply([{"task": handle, **(view or {})}])
 
     def end(self, peer: Peer, args: list[Any]) -> wire.Message:
         key = registry.read_key(self.directory, self.me)

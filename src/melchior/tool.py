@@ -26,7 +26,16 @@ if TYPE_CHECKING:
     Call: TypeAlias = Callable[[str, list[Any]], wire.Message]
 
 OPTIONS = ("verb", "who", "message", "about", "sort", "page")
-VERBS = ("list", "status", "tell", "ask", "task", "report", "end")  # vocabulary.TOOL's verbs
+VERBS = (
+    "list",
+    "status",
+    "tell",
+    "ask",
+    "task",
+    "cancel",
+    "report",
+    "end",
+)  # vocabulary.TOOL's verbs
 
 
 class Usage(Exception):
@@ -118,6 +127,12 @@ class Tool:
         if opts.get("who", target) != target:
             raise Usage
         return self.one(target, "task", [about])
+
+    def cancel(self, opts: dict[str, str]) -> wire.Message:
+        target, at, _ = opts.get("about", "").rpartition("@")
+        if not at or opts.get("who", target) != target:
+            raise Usage
+        return self.one(target, "cancel", [opts["about"]])
 
     def end(self, opts: dict[str, str]) -> wire.Message:
         if "who" not in opts:

@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 import pytest
-from mel_harness import Melchior, Raw, Session
+from mel_harness import Melchior, Raw, Session, wait_until
 
 from melchior import wire
 from melchior.limits import (
@@ -161,7 +161,13 @@ def test_concurrent_asks_each_get_their_own_answer(mel: Melchior) -> None:
     answerer.join()
     assert len(results) == 24 and len({task for _, task, _ in results}) == 24
     for question, _, view in results:
-        assert view == {"task": view["task"], "state": "completed", "answer": question[::-1]}
+        answer = question[::-1]
+        assert view == {
+            "task": view["task"],
+            "state": "completed",
+            "answer": answer,
+            "text": answer,
+        }
 
 
 def test_open_asks_bound_at_its_edge(pair: tuple[Session, Session]) -> None:
@@ -169,9 +175,23 @@ def test_open_asks_bound_at_its_edge(pair: tuple[Session, Session]) -> None:
     raw = Raw(child.at)
     try:
         assert raw.hello(parent.identity)["ok"]
+        handles = []
         for n in range(MAX_TASKS):
-            assert raw.call("ask", [str(n)])["ok"], n
-        assert raw.call("ask", ["one more"])["code"] == "too_busy"
+            taken = raw.call("ask", [str(n)])["result"][0]
+            assert taken["state"] == "submitted", n
+            handles.append(taken["task"])
+        # One more is answered, not dropped: a task the session did not take.
+        full = raw.call("ask", ["one more"])
+        assert full["ok"] and full["result"] == [
+            {"task": None, "state": "rejected", "code": "too_busy"}
+        ]
+        # A finished task makes room; a live one, moved on but not finished, does not.
+        child.send({"event": "task", "task": handles[0], "state": "working"})
+        assert raw.call("ask", ["still full"])["result"][0]["state"] == "rejected"
+        child.send({"event": "task", "task": handles[0], "state": "failed"})
+        wait_until(lambda: raw.call("task", [handles[0]])["result"][0]["state"] == "failed")
+        assert raw.call("ask", ["now there is room"])["result"][0]["state"] == "submitted"
+        assert raw.call("task", [handles[0]])["code"] == "unknown_task"  # dropped to make room
     finally:
         raw.close()
 
