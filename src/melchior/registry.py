@@ -87,12 +87,18 @@ def base_dir(env: Mapping[str, str]) -> str:
     return _safe_dir(join(tempfile.gettempdir(), f"melchior-{os.getuid()}"))
 
 
-def _state_home(env: Mapping[str, str]) -> str:
-    """`$XDG_STATE_HOME` when set and absolute, else `~/.local/state` (created 0700 if absent)."""
+def _state_path(env: Mapping[str, str]) -> str:
+    """`$XDG_STATE_HOME` when set and absolute, else `~/.local/state`."""
     home = env.get("XDG_STATE_HOME", "")
-    if not (home and os.path.isabs(home)):
-        user = env.get("HOME", "")
-        home = join(user if os.path.isabs(user) else os.path.expanduser("~"), ".local/state")
+    if home and os.path.isabs(home):
+        return home
+    user = env.get("HOME", "")
+    return join(user if os.path.isabs(user) else os.path.expanduser("~"), ".local/state")
+
+
+def _state_home(env: Mapping[str, str]) -> str:
+    """The state home, created 0700 if absent, and checked."""
+    home = _state_path(env)
     try:
         os.makedirs(home, 0o700, exist_ok=True)
         info = os.stat(home)
@@ -115,9 +121,10 @@ def state_dir(directory: str, env: Mapping[str, str]) -> str:
 def reported(directory: str, env: Mapping[str, str]) -> set[str]:
     """Ids with a stored report in the project's state directory (none if it cannot be read):
     `mint` skips them, so a finished session's report is never taken over by a new one."""
-    try:
-        entries = os.listdir(state_dir(directory, env))
-    except (OSError, RegistryError):
+    path = os.path.join(_state_path(env), "melchior", os.path.basename(directory))
+    try:  # read only: minting creates nothing here
+        entries = os.listdir(path)
+    except OSError:
         return set()
     return {e[: -len(".report")] for e in entries if e.endswith(".report")}
 
