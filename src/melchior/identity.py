@@ -87,7 +87,7 @@ def fork(env: Mapping[str, str], role: str, project: str | None) -> dict[str, An
     import secrets
 
     token = secrets.token_urlsafe(TOKEN_BYTES)
-    sid = registry.mint(directory, role, parent, token)
+    sid = registry.mint(directory, role, parent, token, registry.reported(directory, env))
     environment = {ENV_PROJECT: project, ENV_ID: sid, ENV_TOKEN: token}
     if parent is not None:
         environment[ENV_PARENT] = parent

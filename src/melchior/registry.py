@@ -4,8 +4,12 @@
     <id>.key      0600 JSON {"sha256", "role", "minter"}: written once by `fork` (O_EXCL, which
                   is what makes an id unique); holds a digest of the secret, never the secret
     <id>.parent   the note naming who started it, written by the session when it comes up
-    <id>.report   the session's stored report
+    <id>.report   an older session's report (read, and removed with its session)
     .lock         flock'd while a socket is bound or a dead one is removed
+
+Reports live apart, in a per-user state directory that a logout does not remove:
+`$XDG_STATE_HOME/melchior/<project>/<id>.report` (default `~/.local/state/melchior/...`), the
+project under the same directory name as here.
 
 This module owns paths, permissions and the lock. It never speaks the wire beyond a bare
 connect, and it never removes a socket without first finding, under the lock, that nobody
@@ -24,7 +28,6 @@ from melchior import jsonc, names, policy
 from melchior.limits import ID_MAX, PROJECT_DIGEST, SUN_PATH_MAX
 
 SUFFIXES = (".parent", ".key", ".report")
-_EXCLUSIVE = os.O_WRONLY | os.O_CREAT | os.O_EXCL
 _EXCLUSIVE = os.O_WRONLY | os.O_CREAT | os.O_EXCL
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -84,6 +87,48 @@ def base_dir(env: Mapping[str, str]) -> str:
     return _safe_dir(join(tempfile.gettempdir(), f"melchior-{os.getuid()}"))
 
 
+def _state_path(env: Mapping[str, str]) -> str:
+    """`$XDG_STATE_HOME` when set and absolute, else `~/.local/state`."""
+    home = env.get("XDG_STATE_HOME", "")
+    if home and os.path.isabs(home):
+        return home
+    user = env.get("HOME", "")
+    return join(user if os.path.isabs(user) else os.path.expanduser("~"), ".local/state")
+
+
+def _state_home(env: Mapping[str, str]) -> str:
+    """The state home, created 0700 if absent, and checked."""
+    home = _state_path(env)
+    try:
+        os.makedirs(home, 0o700, exist_ok=True)
+        info = os.stat(home)
+    except OSError:
+        raise RegistryError("unsafe_dir") from None
+    # Not 0700 like the runtime dir (the user's ~/.local/state is often 0755), but nobody else
+    # may write in it, or they could swap our directory for theirs.
+    if info.st_uid != os.getuid() or info.st_mode & 0o022:
+        raise RegistryError("unsafe_dir")
+    return home
+
+
+def state_dir(directory: str, env: Mapping[str, str]) -> str:
+    """Where the project whose runtime directory is `directory` keeps its reports: the same
+    directory name under `<state home>/melchior`, each level 0700, ours, not a link."""
+    base = _safe_dir(join(_state_home(env), "melchior"))
+    return _safe_dir(join(base, os.path.basename(directory)))
+
+
+def reported(directory: str, env: Mapping[str, str]) -> set[str]:
+    """Ids with a stored report in the project's state directory (none if it cannot be read):
+    `mint` skips them, so a finished session's report is never taken over by a new one."""
+    path = os.path.join(_state_path(env), "melchior", os.path.basename(directory))
+    try:  # read only: minting creates nothing here
+        entries = os.listdir(path)
+    except OSError:
+        return set()
+    return {e[: -len(".report")] for e in entries if e.endswith(".report")}
+
+
 def project_dir(project: str, env: Mapping[str, str]) -> str:
     """The project's directory, created if needed, with room for any id under sun_path."""
     if not names.valid_project(project):
@@ -104,10 +149,13 @@ def digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def mint(directory: str, role: str, minter: str | None, token: str) -> str:
-    """Reserve a fresh id in `directory` by creating its key file exclusively."""
+def mint(
+    directory: str, role: str, minter: str | None, token: str, avoid: set[str] | None = None
+) -> str:
+    """Reserve a fresh id in `directory` by creating its key file exclusively; ids in `avoid`
+    (those with a stored report) are not handed out again."""
     body = jsonc.dumps({"sha256": digest(token), "role": role, "minter": minter}).encode()
-    taken = set(os.listdir(directory))
+    taken = set(os.listdir(directory)) | (avoid or set())
     for attempt in range(64):
         session_id = names.candidate(attempt)
         if session_id in taken:
@@ -185,7 +233,8 @@ def node(directory: str, session_id: str, entries: set[str] | None = None) -> po
 
 
 def write_atomic(path: str, data: bytes) -> None:
-    """Replace `path` whole (0600): a reader sees the old bytes or the new, never a mix."""
+    """Replace `path` whole (0600): a reader sees the old bytes or the new, never a mix, and
+    after a crash the file is one or the other (the data and the rename are both synced)."""
     import tempfile
 
     head, tail = os.path.split(path)
@@ -193,7 +242,14 @@ def write_atomic(path: str, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(tmp, path)
+        dirfd = os.open(head, os.O_RDONLY)
+        try:
+            os.fsync(dirfd)
+        finally:
+            os.close(dirfd)
     except BaseException:
         try:  # noqa: SIM105
             os.unlink(tmp)

@@ -1,22 +1,36 @@
-"""Reports: what a session stores as its result, cut into pages that each fit a frame.
+"""Reports: what a session stores as its result, cut into pages that each fit a frame, and who
+may read one whose session has ended.
 
-Pure: bytes in, records out. The server owns the file (written whole, atomically); this module
-only encodes, decodes and pages. A stored report is a JSON object {"body", "revision",
-"sha256"}; an older plain-text report file is still read, as revision 0.
+Pure: bytes in, records out. The server owns the file (written whole, atomically, in the state
+directory); this module only encodes, decodes, pages and judges. A stored report is a JSON
+object {"body", "revision", "sha256", "owner"}; an older one without `owner`, or an older
+plain-text report file (read as revision 0), is still read.
+
+`owner` records what the walls need once the session and its registry entries are gone:
+{"project", "id", "role", "parent", "key", "parent_key"}, where `key` and `parent_key` are the
+sha256 digests of the owner's and its parent's secrets (never a secret). A finished session's
+report is read by the fork link alone, its parent, or the session itself, proved by a secret
+that matches one of those digests.
 """
 
 from __future__ import annotations
 
 import json
 
+from melchior import wire
 from melchior.limits import REPORT_PAGE
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Report:
-    __slots__ = ("_sha256", "body", "edges", "revision")
+    __slots__ = ("_sha256", "body", "edges", "owner", "revision")
 
-    def __init__(self, body: bytes, revision: int) -> None:
+    def __init__(self, body: bytes, revision: int, owner: dict[str, Any] | None = None) -> None:
         self.body, self.revision = body, revision  # body: UTF-8 text
+        self.owner = owner
         self.edges = boundaries(body)
         self._sha256: str | None = None
 
@@ -62,12 +76,55 @@ def page(report: Report, index: int) -> str | None:
     return report.body[edges[index] : edges[index + 1]].decode("utf-8")
 
 
+def read(report: Report | None, args: list[Any]) -> wire.Message:
+    """The `report` call's answer: [page] or [page, revision], refused with `changed` when the
+    revision moved."""
+    index = args[0] if args else None
+    if not 1 <= len(args) <= 2 or not isinstance(index, int) or isinstance(index, bool):
+        return wire.refusal("bad_args")
+    if report is None:
+        return wire.refusal("no_report")
+    if len(args) == 2 and args[1] != report.revision:
+        return wire.refusal("changed")
+    text = page(report, index)
+    if text is None:
+        return wire.refusal("bad_args")
+    return wire.reply([{**report.summary(), "page": index, "text": text}])
+
+
+def owned_by(report: Report, key: str) -> bool:
+    """Is this stored report the session's whose secret digests to `key`? (An id may be minted
+    again once its session is gone; an older report without an owner is taken as its own.)"""
+    import hmac
+
+    mine = report.owner.get("key") if report.owner else None
+    return mine is None or (isinstance(mine, str) and hmac.compare_digest(mine, key))
+
+
+def may_read(report: Report, reader: str, key: str) -> bool:
+    """May `reader`, whose secret digests to `key`, read this report of an ended session? Only
+    across the fork link (its parent) or as itself, and only with a recorded digest to prove
+    it: a report with no owner record is read through its live session alone."""
+    import hmac
+
+    owner = report.owner or {}
+    for who, digest in (
+        (owner.get("id"), owner.get("key")),
+        (owner.get("parent"), owner.get("parent_key")),
+    ):
+        if who == reader and isinstance(digest, str) and hmac.compare_digest(digest, key):
+            return True
+    return False
+
+
 def encode_stored(report: Report) -> bytes:
-    doc = {
+    doc: dict[str, Any] = {
         "body": report.body.decode("utf-8"),
         "revision": report.revision,
         "sha256": report.sha256,
     }
+    if report.owner is not None:
+        doc["owner"] = report.owner
     return json.dumps(doc, ensure_ascii=False).encode()
 
 
@@ -78,6 +135,10 @@ def decode_stored(data: bytes) -> Report:
     except (UnicodeDecodeError, ValueError, RecursionError):
         doc = None
     if isinstance(doc, dict) and isinstance(doc.get("body"), str):
-        revision = doc.get("revision")
-        return Report(doc["body"].encode(), revision if isinstance(revision, int) else 0)
+        revision, owner = doc.get("revision"), doc.get("owner")
+        return Report(
+            doc["body"].encode(),
+            revision if isinstance(revision, int) else 0,
+            owner if isinstance(owner, dict) else None,
+        )
     return Report(data.decode("utf-8", errors="replace").encode(), 0)

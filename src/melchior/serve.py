@@ -43,6 +43,6 @@ def main(opts: dict[str, str], env: Mapping[str, str]) -> int:
             registry.write_atomic(registry.join(directory, f"{me.id}.parent"), me.parent.encode())
     except registry.RegistryError as err:
         return _fail(out, err.code)
-    server = Server(directory, me.project, me.id, key.role, me.token, me.talk)
+    server = Server(directory, me.project, me.id, key.role, me.token, me.talk, env)
     server.run(listener, 0, out, **extra)
     return 0

@@ -18,13 +18,12 @@ import selectors
 import signal
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from melchior import names, policy, registry, reports, wire
+from melchior import names, policy, registry, reports, tasks, wire
 from melchior.limits import IDLE_TIMEOUT, MAX_CONNECTIONS, MAX_REPORT
-from melchior.tasks import Tasks
 
 SORTS = ("note", "attention", "report")
 
@@ -44,13 +43,31 @@ def _is_count(value: object) -> bool:
 
 class Server:
     def __init__(
-        self, directory: str, project: str, me: str, role: str, token: str, talk: str
+        self,
+        directory: str,
+        project: str,
+        me: str,
+        role: str,
+        token: str,
+        talk: str,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.directory, self.project, self.me, self.role = directory, project, me, role
-        self.token, self.talk = token, talk
+        self.token, self.talk, self.env = token, talk, env or {}
         self.parent = registry.read_parent(directory, me)
+        # The parent's key is read now, while it surely lives: a report written after the parent
+        # has gone still records who may read it.
+        parent_key = registry.read_key(directory, self.parent) if self.parent else None
+        self.owner = {
+            "project": project,
+            "id": me,
+            "role": role,
+            "parent": self.parent,
+            "key": registry.digest(token),
+            "parent_key": parent_key.sha256 if parent_key else None,
+        }
         self.label = names.label(project, role, me)
-        self.tasks = Tasks()
+        self.tasks = tasks.Tasks()
         self.doing: dict[str, Any] = {"busy": False, "working_for": 0, "waiting": 0}
         self.report: reports.Report | None = None
         self._out: BinaryIO | None = None
@@ -64,6 +81,7 @@ class Server:
             "tell": self.tell,
             "ask": self.ask,
             "task": self.task,
+            "cancel": self.cancel,
             "report": self.read_report,
             "report_put": self.put_report,
             "end": self.end,
@@ -132,13 +150,25 @@ class Server:
                 self.doing = fields
                 return
             self.emit(wire.event("refused", code="bad_args"))
-        elif name == "answer":
-            task, text = item.get("task"), item.get("text")
-            message_id = task.rsplit("@", 1)[-1] if isinstance(task, str) else ""
-            if not wire.text_ok(text) or not self.tasks.answer(message_id, str(text)):
-                self.emit(wire.event("refused", code="unknown_task"))
+        elif name in ("answer", "task"):
+            code = self.on_task(item, "completed" if name == "answer" else item.get("state"))
+            if code:
+                self.emit(wire.event("refused", code=code))
         else:
             self.emit(wire.event("refused", code="bad_shape"))
+
+    def on_task(self, item: wire.Message, state: object) -> str:
+        """The harness moves one of our tasks: `answer` {task, text} completes it, and `task`
+        {task, state[, text]} sets any state but `canceled` (the asker's). "" or a code."""
+        handle, text = item.get("task"), item.get("text")
+        if state not in tasks.BY_HARNESS or not isinstance(handle, str):
+            return "bad_args"
+        if not (wire.text_ok(text) or (text is None and item.get(wire.TAG) == "task")):
+            return "bad_args"
+        owner, _, message_id = handle.rpartition("@")
+        if owner not in ("", self.me):
+            return "unknown_task"
+        return self.tasks.move(message_id, str(state), text if isinstance(text, str) else None)
 
     def cleanup(self) -> None:
         registry.remove(self.directory, self.me)
@@ -255,8 +285,8 @@ class Server:
             return wire.refusal("bad_args")
         assert peer.id is not None
         message_id = self.tasks.open(peer.id)
-        if message_id is None:
-            return wire.refusal("too_busy")
+        if message_id is None:  # full of live asks: answered, as a task that was not taken
+            return wire.reply([{"task": None, "state": "rejected", "code": "too_busy"}])
         task = f"{self.me}@{message_id}"
         self.emit(wire.event("message", who=peer.label, sort="question", text=args[0], task=task))
         return wire.reply([{"task": task, "state": "submitted"}])
@@ -270,6 +300,22 @@ class Server:
         if view is None:
             return wire.refusal("unknown_task")
         return wire.reply([{"task": f"{self.me}@{message_id}", **view}])
+
+    def cancel(self, peer: Peer, args: list[Any]) -> wire.Message:
+        """The asker withdraws its ask; the harness hears of it as a `task` event."""
+        if len(args) != 1 or not isinstance(args[0], str):
+            return wire.refusal("bad_args")
+        owner, _, message_id = args[0].rpartition("@")
+        assert peer.id is not None
+        code = "unknown_task"
+        if owner in ("", self.me):
+            code = self.tasks.move(message_id, "canceled", None, by=peer.id)
+        if code:
+            return wire.refusal(code)
+        handle = f"{self.me}@{message_id}"
+        self.emit(wire.event("task", task=handle, state="canceled", who=peer.label))
+        view = self.tasks.view(message_id, peer.id, self.me)
+        return wire.reply([{"task": handle, **(view or {})}])
 
     def end(self, peer: Peer, args: list[Any]) -> wire.Message:
         key = registry.read_key(self.directory, self.me)
@@ -301,12 +347,14 @@ class Server:
         with self._report_lock:
             previous = self.report or self._stored_report()
             revision = (previous.revision if previous else 0) + 1
-            stored = reports.Report(bytes(peer.upload), revision)
-            registry.write_atomic(
-                registry.join(self.directory, f"{self.me}.report"), reports.encode_stored(stored)
-            )
+            stored = reports.Report(bytes(peer.upload), revision, self.owner)
+            peer.upload.clear()
+            try:
+                path = registry.join(registry.state_dir(self.directory, self.env), self.me)
+            except registry.RegistryError as err:
+                return wire.refusal(err.code)
+            registry.write_atomic(path + ".report", reports.encode_stored(stored))
             self.report = stored
-        peer.upload.clear()
         summary = stored.summary()
         threading.Thread(target=self._notify_parent, args=(summary,), daemon=True).start()
         return wire.reply([summary])
@@ -326,25 +374,23 @@ class Server:
             conn.call("tell", [text, "report", summary])
 
     def read_report(self, peer: Peer, args: list[Any]) -> wire.Message:
-        if not 1 <= len(args) <= 2 or not _is_count(args[0]):
-            return wire.refusal("bad_args")
-        current = self.report or self._stored_report()
-        if current is None:
-            return wire.refusal("no_report")
-        if len(args) == 2 and args[1] != current.revision:
-            return wire.refusal("changed")
-        text = reports.page(current, args[0])
-        if text is None:
-            return wire.refusal("bad_args")
-        return wire.reply([{**current.summary(), "page": args[0], "text": text}])
+        return reports.read(self.report or self._stored_report(), args)
 
     def _stored_report(self) -> reports.Report | None:
-        try:
-            with open(registry.join(self.directory, f"{self.me}.report"), "rb") as f:
-                data = f.read()
-        except OSError:
-            return None
-        return reports.decode_stored(data)
+        """Ours from the state directory, else an older one in the runtime directory."""
+        with contextlib.suppress(registry.RegistryError):
+            found = _read_report(registry.state_dir(self.directory, self.env), self.me)
+            if found is not None and reports.owned_by(found, str(self.owner["key"])):
+                return found
+        return _read_report(self.directory, self.me)
+
+
+def _read_report(directory: str, session_id: str) -> reports.Report | None:
+    try:
+        with open(registry.join(directory, f"{session_id}.report"), "rb") as f:
+            return reports.decode_stored(f.read())
+    except OSError:
+        return None
 
 
 def bind(directory: str, me: str) -> socket.socket:

@@ -17,11 +17,25 @@ from melchior.limits import MAX_REPORT, MAX_TEXT, REPORT_CHUNK
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from typing import Any, BinaryIO
+    from collections.abc import Callable, Mapping
+    from typing import Any, BinaryIO, TypeAlias
+
+    from melchior.reports import Report
+
+    # One call on a session, answered by its socket or, once it has ended, by its stored report.
+    Call: TypeAlias = Callable[[str, list[Any]], wire.Message]
 
 OPTIONS = ("verb", "who", "message", "about", "sort", "page")
-VERBS = ("list", "status", "tell", "ask", "task", "report", "end")  # vocabulary.TOOL's verbs
+VERBS = (
+    "list",
+    "status",
+    "tell",
+    "ask",
+    "task",
+    "cancel",
+    "report",
+    "end",
+)  # vocabulary.TOOL's verbs
 
 
 class Usage(Exception):
@@ -47,8 +61,8 @@ def parse(argv: list[str]) -> dict[str, str]:
 
 
 class Tool:
-    def __init__(self, me: Identity, directory: str) -> None:
-        self.me, self.directory = me, directory
+    def __init__(self, me: Identity, directory: str, env: Mapping[str, str]) -> None:
+        self.me, self.directory, self.env = me, directory, env
         self._nodes: dict[str, policy.Node | None] = {}
         self._entries: set[str] | None = None  # when known, spares opening absent notes
 
@@ -114,6 +128,12 @@ class Tool:
             raise Usage
         return self.one(target, "task", [about])
 
+    def cancel(self, opts: dict[str, str]) -> wire.Message:
+        target, at, _ = opts.get("about", "").rpartition("@")
+        if not at or opts.get("who", target) != target:
+            raise Usage
+        return self.one(target, "cancel", [opts["about"]])
+
     def end(self, opts: dict[str, str]) -> wire.Message:
         if "who" not in opts:
             raise Usage
@@ -125,12 +145,43 @@ class Tool:
             if "who" in opts or ("message" in opts and about == "-"):
                 raise Usage
             return self.store(_text(opts, MAX_REPORT) if about != "-" else _read_body(stdin))
-        target = opts.get("who", self.me.id)
-        if about == "json":
-            return self.whole(target)
-        if about is not None or not opts.get("page", "0").isdigit():
+        if about not in (None, "json") or not opts.get("page", "0").isdigit():
             raise Usage
-        return self.one(target, "report", [int(opts.get("page", "0"))])
+        target, index = opts.get("who", self.me.id), int(opts.get("page", "0"))
+        try:
+            with self.reach(target) as conn:
+                return self.read(conn.call, about, index)
+        except CallError as err:
+            if err.code not in ("unknown_session", "gone"):
+                raise
+            finished = self.finished(target)
+            if finished is None:
+                raise  # nothing we may read: it looks exactly like no session at all
+        from melchior import reports
+
+        return self.read(lambda _name, args: reports.read(finished, args), about, index)
+
+    def finished(self, target: str) -> Report | None:
+        """The stored report of a session that has ended, if this caller may read it: its
+        parent or itself, proved by the secret digests the report recorded (reports.may_read)."""
+        from melchior import reports
+
+        if not names.valid_id(target):
+            return None
+        try:
+            path = registry.join(registry.state_dir(self.directory, self.env), target)
+            with open(path + ".report", "rb") as f:
+                stored = reports.decode_stored(f.read())
+        except (OSError, registry.RegistryError):
+            return None
+        key = registry.digest(self.me.token)
+        return stored if reports.may_read(stored, self.me.id, key) else None
+
+    def read(self, call: Call, about: str | None, index: int) -> wire.Message:
+        """One page, or with `--about=json` the whole body of one revision."""
+        if about is None:
+            return call("report", [index])
+        return self.whole(call)
 
     def store(self, body: str) -> wire.Message:
         data = body.encode("utf-8")
@@ -147,32 +198,31 @@ class Tool:
                     return answer
         return answer
 
-    def whole(self, target: str) -> wire.Message:
+    def whole(self, call: Call) -> wire.Message:
         """Every page of one revision; if it moves mid-read, start over once."""
         from melchior import reports
 
-        with self.reach(target) as conn:
-            for _attempt in range(2):
-                first = conn.call("report", [0])
-                if not first["ok"]:
-                    return first
-                head = first["result"][0]
-                parts = [head["text"]]
-                for index in range(1, head["pages"]):
-                    answer = conn.call("report", [index, head["revision"]])
-                    if not answer["ok"] and answer["code"] != "changed":
-                        return answer
-                    if not answer["ok"]:
-                        break  # a new revision landed mid-read: start over
-                    parts.append(answer["result"][0]["text"])
-                else:
-                    body = "".join(parts)
-                    whole = reports.Report(body.encode(), head["revision"])
-                    if whole.sha256 != head["sha256"]:
-                        return wire.refusal("changed")
-                    return wire.reply(
-                        [{"body": body, "revision": whole.revision, "sha256": whole.sha256}]
-                    )
+        for _attempt in range(2):
+            first = call("report", [0])
+            if not first["ok"]:
+                return first
+            head = first["result"][0]
+            parts = [head["text"]]
+            for index in range(1, head["pages"]):
+                answer = call("report", [index, head["revision"]])
+                if not answer["ok"] and answer["code"] != "changed":
+                    return answer
+                if not answer["ok"]:
+                    break  # a new revision landed mid-read: start over
+                parts.append(answer["result"][0]["text"])
+            else:
+                body = "".join(parts)
+                whole = reports.Report(body.encode(), head["revision"])
+                if whole.sha256 != head["sha256"]:
+                    return wire.refusal("changed")
+                return wire.reply(
+                    [{"body": body, "revision": whole.revision, "sha256": whole.sha256}]
+                )
         return wire.refusal("changed")
 
 
@@ -202,7 +252,7 @@ def run(argv: list[str], env: Mapping[str, str], stdin: BinaryIO) -> tuple[wire.
         me = from_env(env)
         if me is None:
             return wire.refusal("no_identity"), 1
-        tool = Tool(me, registry.project_dir(me.project, env))
+        tool = Tool(me, registry.project_dir(me.project, env), env)
         answer = tool.report(opts, stdin) if verb == "report" else getattr(tool, verb)(opts)
     except Usage:
         return wire.refusal("usage"), 2

@@ -8,9 +8,17 @@ from __future__ import annotations
 from typing import Any
 
 from melchior.limits import FAMILY, MAX_FRAME, MAX_REPORT, MAX_TEXT, REPORT_PAGE
+from melchior.tasks import STATES
 
 _WHO = {"value": "string", "description": "the session's id, as `list` shows it"}
 _MESSAGE = {"value": "string", "description": f"UTF-8 text, at most {MAX_TEXT} bytes"}
+_STATES = "submitted, working, input-required, then completed, failed, canceled or rejected"
+_VIEW = {
+    "task": "id@message-id",
+    "state": "|".join(STATES),
+    "text": "what the latest state said: the answer, a reason, a question|null",
+    "answer": "text when completed, else null",
+}
 
 TOOL: dict[str, Any] = {
     "family": FAMILY,
@@ -43,8 +51,15 @@ TOOL: dict[str, Any] = {
             "required": ["who", "message"],
         },
         "task": {
-            "summary": "the state of a question you asked (--about=<id>@<message-id>); with "
-            "the bare id of a session you started, its current status instead",
+            "summary": "the state of a question you asked (--about=<id>@<message-id>): "
+            f"{_STATES}, with the harness's text (the answer when completed). With the bare "
+            "id of a session you started, its current status instead",
+            "options": {"about": {"value": "string"}, "who": _WHO},
+            "required": ["about"],
+        },
+        "cancel": {
+            "summary": "withdraw a question you asked (--about=<id>@<message-id>) that is not "
+            "finished yet: it becomes canceled and the asked session is told",
             "options": {"about": {"value": "string"}, "who": _WHO},
             "required": ["about"],
         },
@@ -96,11 +111,21 @@ SOCKET: dict[str, Any] = {
             "args": ["text", "note|attention|report", {"revision": "integer", "sha256": "hex"}],
             "result": [{"delivered": True}],
         },
-        "ask": {"args": ["text"], "result": [{"task": "id@message-id", "state": "submitted"}]},
+        "ask": {
+            "args": ["text"],
+            "result": [{"task": "id@message-id", "state": "submitted"}],
+            "when full": [{"task": None, "state": "rejected", "code": "too_busy"}],
+        },
         "task": {
             "args": ["id@message-id"],
-            "result": [{"task": "string", "state": "submitted|completed", "answer": "text|null"}],
+            "result": [_VIEW],
             "refusals": ["unknown_task"],
+        },
+        "cancel": {
+            "args": ["id@message-id"],
+            "result": [_VIEW],
+            "refusals": ["unknown_task", "task_final"],
+            "who": "its asker only",
         },
         "report": {
             "args": ["page", "revision (optional: refuse with `changed` if it moved)"],
@@ -124,10 +149,15 @@ SOCKET: dict[str, Any] = {
         "end": {"args": [], "result": [{"ending": "project/role/id"}], "who": "its minter only"},
     },
     "pipe": {
-        "in": ["doing {busy, working_for, waiting}", "answer {task, text}"],
+        "in": [
+            "doing {busy, working_for, waiting}",
+            "answer {task, text} (the same as task with state completed)",
+            "task {task, state: working|input-required|completed|failed|rejected[, text]}",
+        ],
         "out": [
             "listening {at, who}",
             "message {who, sort, text[, task][, revision, sha256, bytes]}",
+            "task {task, state: canceled, who}",
             "refused {code}",
             "ended {by}",
         ],

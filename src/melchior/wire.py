@@ -56,6 +56,8 @@ CODES = frozenset(
         "gone",  # its socket existed but nobody answered (it was removed)
         "too_busy",  # connection or task limit reached
         "unknown_task",  # no such ask
+        "task_final",  # the task is completed, failed, canceled or rejected: it moves no more
+        "bad_transition",  # a move its state does not allow (back to submitted; late rejection)
         "no_report",  # nothing stored yet
         "changed",  # the report changed during a paged read
         "report_too_large",

@@ -26,8 +26,10 @@ DEADLINE = 10.0
 
 
 def clean_env(tmp: Path, run: Path) -> dict[str, str]:
-    """An environment with no melchior identity and a private runtime dir."""
+    """An environment with no melchior identity, a private runtime dir, and reports kept under
+    the private HOME (`~/.local/state/melchior`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAGI_MELCHIOR_")}
+    env.pop("XDG_STATE_HOME", None)
     env.update(XDG_RUNTIME_DIR=str(run), HOME=str(tmp / "home"), TMPDIR=str(tmp))
     return env
 
@@ -127,6 +129,10 @@ class Melchior:
 
     def directory(self, project: str = "demo") -> str:
         return registry.project_dir(project, self.env)
+
+    def state(self, project: str = "demo") -> str:
+        """Where the project's reports are kept."""
+        return registry.state_dir(self.directory(project), self.env)
 
     def close(self) -> None:
         for session in self.sessions:

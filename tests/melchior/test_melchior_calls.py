@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import queue
 import struct
 import threading
 from typing import Any
 
 import pytest
-from mel_harness import Melchior, Raw, Session
+from mel_harness import Melchior, Raw, Session, wait_until
 
 from melchior import wire
 from melchior.limits import (
@@ -160,7 +161,13 @@ def test_concurrent_asks_each_get_their_own_answer(mel: Melchior) -> None:
     answerer.join()
     assert len(results) == 24 and len({task for _, task, _ in results}) == 24
     for question, _, view in results:
-        assert view == {"task": view["task"], "state": "completed", "answer": question[::-1]}
+        answer = question[::-1]
+        assert view == {
+            "task": view["task"],
+            "state": "completed",
+            "answer": answer,
+            "text": answer,
+        }
 
 
 def test_open_asks_bound_at_its_edge(pair: tuple[Session, Session]) -> None:
@@ -168,9 +175,23 @@ def test_open_asks_bound_at_its_edge(pair: tuple[Session, Session]) -> None:
     raw = Raw(child.at)
     try:
         assert raw.hello(parent.identity)["ok"]
+        handles = []
         for n in range(MAX_TASKS):
-            assert raw.call("ask", [str(n)])["ok"], n
-        assert raw.call("ask", ["one more"])["code"] == "too_busy"
+            taken = raw.call("ask", [str(n)])["result"][0]
+            assert taken["state"] == "submitted", n
+            handles.append(taken["task"])
+        # One more is answered, not dropped: a task the session did not take.
+        full = raw.call("ask", ["one more"])
+        assert full["ok"] and full["result"] == [
+            {"task": None, "state": "rejected", "code": "too_busy"}
+        ]
+        # A finished task makes room; a live one, moved on but not finished, does not.
+        child.send({"event": "task", "task": handles[0], "state": "working"})
+        assert raw.call("ask", ["still full"])["result"][0]["state"] == "rejected"
+        child.send({"event": "task", "task": handles[0], "state": "failed"})
+        wait_until(lambda: raw.call("task", [handles[0]])["result"][0]["state"] == "failed")
+        assert raw.call("ask", ["now there is room"])["result"][0]["state"] == "submitted"
+        assert raw.call("task", [handles[0]])["code"] == "unknown_task"  # dropped to make room
     finally:
         raw.close()
 
@@ -218,8 +239,9 @@ def test_report_bound_at_its_edge(pair: tuple[Session, Session]) -> None:
     assert answer["code"] == "bad_args"
 
 
-def test_older_plain_text_reports_remain_readable(pair: tuple[Session, Session]) -> None:
-    parent, child = pair
+def test_older_plain_text_reports_remain_readable(mel: Melchior) -> None:
+    parent = mel.start()
+    child = mel.start(parent)
     answer, _ = parent.tool("--verb=report", f"--who={child.id}")
     assert answer["code"] == "no_report"
     with open(child.at + ".report", "w", encoding="utf-8") as f:
@@ -234,5 +256,8 @@ def test_older_plain_text_reports_remain_readable(pair: tuple[Session, Session])
     ]
     stored, _ = child.tool("--verb=report", "--message=new")
     assert stored["result"][0]["revision"] == 1
-    with open(child.at + ".report", "rb") as f:
+    # A new report goes to the state directory, not beside the socket.
+    with open(os.path.join(mel.state(), child.id + ".report"), "rb") as f:
         assert json.loads(f.read())["body"] == "new"
+    answer, _ = parent.tool("--verb=report", f"--who={child.id}")
+    assert answer["result"][0]["text"] == "new"

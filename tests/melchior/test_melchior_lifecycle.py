@@ -202,9 +202,16 @@ def test_an_open_xdg_runtime_dir_is_refused(tmp_path: Path) -> None:
 
 def test_cli_surface(mel: Melchior) -> None:
     verbs, code = exec_json(["verbs"], mel.env)
-    assert code == 0 and {"hello", "status", "tell", "ask", "task", "report", "end"} <= set(
-        verbs["calls"]
-    )
+    assert code == 0 and {
+        "hello",
+        "status",
+        "tell",
+        "ask",
+        "task",
+        "cancel",
+        "report",
+        "end",
+    } <= set(verbs["calls"])
     described, code = exec_json(["tool", "--describe"], mel.env)
     assert code == 0 and set(described["result"][0]["verbs"]) == {
         "list",
@@ -212,6 +219,7 @@ def test_cli_surface(mel: Melchior) -> None:
         "tell",
         "ask",
         "task",
+        "cancel",
         "report",
         "end",
     }

@@ -115,7 +115,31 @@ def test_ask_and_task_round_trip(host: Host, world: World) -> None:
     while (view := host.py(them.task(asked["task"].encode())))["state"] != "completed":
         assert time.monotonic() < end, "the answer never arrived"
         time.sleep(0.01)
-    assert view == {"task": asked["task"], "state": "completed", "answer": "forty-two"}
+    assert view == {
+        "task": asked["task"],
+        "state": "completed",
+        "answer": "forty-two",
+        "text": "forty-two",
+    }
+    them.close()
+
+
+def test_task_states_reach_the_client_unchanged(world: World) -> None:
+    """One runtime: a task the harness needs input for, then canceled by the client."""
+    host = Host("lua54", world.caller)
+    them = host.m.connect(world.a.id.encode())
+    handle = host.py(them.ask(b"which branch?"))["task"]
+    events_until(world.a, lambda e: e.get("task") == handle)
+    world.a.send({"event": "task", "task": handle, "state": "input-required", "text": "main?"})
+    end = time.monotonic() + DEADLINE
+    while (view := host.py(them.task(handle.encode())))["state"] == "submitted":
+        assert time.monotonic() < end, "the state never moved"
+        time.sleep(0.01)
+    assert view == {"task": handle, "state": "input-required", "answer": None, "text": "main?"}
+    assert host.py(them.cancel(handle.encode()))["state"] == "canceled"
+    told = events_until(world.a, lambda e: e.get("event") == "task")
+    assert (told["task"], told["state"]) == (handle, "canceled")
+    assert host.refusal(them.cancel, handle.encode()) == "task_final"
     them.close()
 
 
