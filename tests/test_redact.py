@@ -25,11 +25,12 @@ PIECES = [
 
 
 def slow(text: str) -> str:
-    text = r._PEM.sub(r.REDACTED, text)
-    text = r._URL_PASSWORD.sub(rf"\1:{r.REDACTED}@", text)
-    text = r._BEARER.sub(rf"\1 {r.REDACTED}", text)
-    text = r._KEY_VALUE.sub(rf"\1\2{r.REDACTED}", text)
-    return r._TOKENS.sub(r.REDACTED, text)
+    p = r.patterns()
+    text = p.pem.sub(r.REDACTED, text)
+    text = p.url_password.sub(rf"\1:{r.REDACTED}@", text)
+    text = p.bearer.sub(rf"\1 {r.REDACTED}", text)
+    text = p.key_value.sub(rf"\1\2{r.REDACTED}", text)
+    return p.tokens.sub(r.REDACTED, text)
 
 
 @given(st.lists(st.sampled_from(PIECES) | st.text(max_size=12), max_size=8))

@@ -6,13 +6,17 @@ pathlib costs milliseconds to import. Resolving a path has no side effect;
 admitted startup calls it.
 """
 
+from __future__ import annotations
+
 import os
 from collections.abc import Mapping
-from typing import NamedTuple
 
 
-class Paths(NamedTuple):
-    home: str  # MC_HOME, canonical once created
+class Paths:
+    __slots__ = ("home",)
+
+    def __init__(self, home: str) -> None:
+        self.home = home  # MC_HOME, canonical once created
 
     @property
     def settings(self) -> str:

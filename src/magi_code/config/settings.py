@@ -8,8 +8,13 @@ and `sessions.retention_days` (the sessions under MC_HOME belong to every projec
 Loading reads files and never writes them. Errors are `SettingsError` with no file content.
 """
 
+from __future__ import annotations
+
 from collections.abc import Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULTS: dict[str, Any] = {
     "provider": "fixture",

@@ -11,9 +11,11 @@ Only a well-formed envelope (valid id, exact fields) is `retained`: it spends on
 child's request ids even when its method or params are then refused.
 """
 
+from __future__ import annotations
+
 import json
 import re
-from typing import Any, NamedTuple
+from collections import namedtuple
 
 from magi_code.limits import ID_BYTES, JSON_DEPTH, PROTOCOL, PROTOCOL_VERSION
 
@@ -23,19 +25,25 @@ _BRACKETS = re.compile(rb"[\[\]{}]")
 FIELDS = frozenset({"protocol", "version", "id", "method", "params"})
 
 
-class Request(NamedTuple):
-    id: str
-    method: str
-    params: dict[str, Any]
+TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
+if TYPE_CHECKING:
+    from typing import Any, NamedTuple
+
+    class Request(NamedTuple):
+        id: str
+        method: str
+        params: dict[str, Any]
+
+    class Rejection(NamedTuple):
+        code: str
+        id: str | None
+        retained: bool = False
+else:
+    Request = namedtuple("Request", "id method params")
+    Rejection = namedtuple("Rejection", "code id retained", defaults=(False,))
 
 
-class Rejection(NamedTuple):
-    code: str
-    id: str | None
-    retained: bool = False
-
-
-class DuplicateKeys(dict[str, Any]):
+class DuplicateKeys(dict[str, object]):
     """A JSON object in which some key appeared twice (kept to be refused, never used)."""
 
 

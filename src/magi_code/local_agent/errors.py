@@ -4,9 +4,7 @@ A code is all an error response carries: never an exception's text, a path, a cr
 or any part of the input that caused it. Anything else reaching the wire is a bug.
 """
 
-from typing import Final
-
-PROTOCOL_ERRORS: Final = frozenset(
+PROTOCOL_ERRORS = frozenset(
     {
         "invalid_frame",
         "invalid_request",
@@ -22,7 +20,7 @@ PROTOCOL_ERRORS: Final = frozenset(
         "incomplete_frame",
     }
 )
-STARTUP_ERRORS: Final = frozenset(
+STARTUP_ERRORS = frozenset(
     {
         "configuration_invalid",
         "provider_unavailable",
@@ -32,7 +30,7 @@ STARTUP_ERRORS: Final = frozenset(
         "startup_failed",
     }
 )
-SESSION_ERRORS: Final = frozenset(
+SESSION_ERRORS = frozenset(
     {
         "busy",
         "stale_session",
@@ -46,13 +44,13 @@ SESSION_ERRORS: Final = frozenset(
         "operation_cancelled",
     }
 )
-TURN_ERRORS: Final = frozenset(
+TURN_ERRORS = frozenset(
     {"stale_run", "stale_approval", "execution_failed", "persistence_failed", "output_unavailable"}
 )
-ALL_ERRORS: Final = PROTOCOL_ERRORS | STARTUP_ERRORS | SESSION_ERRORS | TURN_ERRORS
+ALL_ERRORS = PROTOCOL_ERRORS | STARTUP_ERRORS | SESSION_ERRORS | TURN_ERRORS
 
 # After these the child stops admitting input and closes.
-CLOSING_ERRORS: Final = frozenset({"protocol_mismatch", "request_limit", "frame_too_large"})
+CLOSING_ERRORS = frozenset({"protocol_mismatch", "request_limit", "frame_too_large"})
 
 
 class RequestRejected(Exception):

@@ -9,13 +9,20 @@ Rules (local-agent-protocol.md, "Frames" and "Bounds"):
 No I/O, no clock: the server feeds it whatever os.read returned.
 """
 
-from typing import NamedTuple
+from __future__ import annotations
+
+from collections import namedtuple
 
 from magi_code.limits import FRAME_BYTES
 
+TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
+if TYPE_CHECKING:
+    from typing import NamedTuple
 
-class Frame(NamedTuple):
-    data: bytes  # without the LF
+    class Frame(NamedTuple):
+        data: bytes  # without the LF
+else:
+    Frame = namedtuple("Frame", "data")
 
 
 class _Marker:

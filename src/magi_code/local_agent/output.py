@@ -9,11 +9,12 @@ frame's deadline is fixed when it is enqueued and is not moved by partial writes
 owns no fd and no clock: the server passes `now` and a write function.
 """
 
+from __future__ import annotations
+
 import json
 import os
 from collections import deque
 from collections.abc import Callable
-from typing import Any
 
 from magi_code.limits import (
     FRAME_BYTES,
@@ -22,6 +23,10 @@ from magi_code.limits import (
     PROTOCOL,
     PROTOCOL_VERSION,
 )
+
+TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def uuid4() -> str:

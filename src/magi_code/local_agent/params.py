@@ -1,8 +1,12 @@
 """Exact params shapes: every field named, typed, and nothing else (else invalid_params)."""
 
-from typing import Any
+from __future__ import annotations
 
 from magi_code.local_agent.errors import RequestRejected
+
+TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
+if TYPE_CHECKING:
+    from typing import Any
 
 Shape = dict[str, tuple[type, ...]]
 

@@ -11,6 +11,8 @@ failed (overflow, a frame past its deadline, a broken pipe) or draining missed i
 deadline. Nothing is ever written to stderr.
 """
 
+from __future__ import annotations
+
 import contextlib
 import os
 import selectors
@@ -18,7 +20,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
 
 from magi_code import limits
 from magi_code.local_agent.envelope import Rejection, Request, parse_request, valid_name
@@ -30,18 +31,22 @@ from magi_code.local_agent.params import exact
 Handler = Callable[["Server", Request], None]
 
 
-class Runtime(Protocol):
-    """What an admitted child attaches: sessions and turns (see wiring.py)."""
+TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
+if TYPE_CHECKING:
+    from typing import Any, Protocol
 
-    provider: str | None
-    model: str | None
-    session_id: str | None
-    run_id: str | None
+    class Runtime(Protocol):
+        """What an admitted child attaches: sessions and turns (see wiring.py)."""
 
-    def pump(self) -> None: ...  # move worker events into the output queue while it has room
-    def cancel_all(self) -> None: ...
-    def idle(self) -> bool: ...  # no run still owes its terminal event
-    def close(self, timeout: float) -> None: ...
+        provider: str | None
+        model: str | None
+        session_id: str | None
+        run_id: str | None
+
+        def pump(self) -> None: ...  # move worker events into the output queue while it has room
+        def cancel_all(self) -> None: ...
+        def idle(self) -> bool: ...  # no run still owes its terminal event
+        def close(self, timeout: float) -> None: ...
 
 
 class Server:

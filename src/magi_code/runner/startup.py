@@ -9,18 +9,21 @@ restart. Whoever receives an `Admitted` owns its `mcp` manager and closes it at 
 Failures are `StartupError` with one of the protocol's startup codes.
 """
 
+from __future__ import annotations
+
 import hashlib
 import json
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from magi_code.config import paths, settings
 from magi_code.context import instructions
 from magi_code.limits import NAME_BYTES
 
+TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:
     import threading
+    from typing import Any
 
     from magi_code.mcp.manager import McpManager
 
@@ -31,22 +34,39 @@ class StartupError(Exception):
         self.code = code
 
 
-class Admitted(NamedTuple):
-    paths: paths.Paths
-    cwd: str  # canonical; a plain string so pathlib stays off the path to the init result
-    settings: dict[str, Any]
-    provider: str
-    model: str
-    thinking: str | None
-    instructions: str
-    context_id: str
-    env: Mapping[str, str]
-    mcp: "McpManager | None" = None  # connected MCP servers, None when none is enabled
+class Admitted:
+    """The one configuration snapshot of a process (read-only by convention)."""
 
-    @property
-    def provider_conf(self) -> dict[str, Any]:
-        conf: dict[str, Any] = self.settings["providers"][self.provider]
-        return conf
+    __slots__ = (
+        "context_id",
+        "cwd",
+        "env",
+        "instructions",
+        "mcp",
+        "model",
+        "paths",
+        "provider",
+        "settings",
+        "thinking",
+    )
+
+    def __init__(
+        self,
+        *,
+        paths: paths.Paths,
+        cwd: str,  # canonical; a plain string so pathlib stays off the path to the init result
+        settings: dict[str, Any],
+        provider: str,
+        model: str,
+        thinking: str | None,
+        instructions: str,
+        context_id: str,
+        env: Mapping[str, str],
+        mcp: McpManager | None = None,  # connected MCP servers, None when none is enabled
+    ) -> None:
+        self.paths, self.cwd, self.settings = paths, cwd, settings
+        self.provider, self.model, self.thinking = provider, model, thinking
+        self.instructions, self.context_id, self.env, self.mcp = instructions, context_id, env, mcp
 
 
 def context_id(cwd: str, roots: list[str]) -> str:
@@ -66,7 +86,7 @@ def safe_name(name: str | None) -> str | None:
     return None if looks_secret(name) else name
 
 
-def admit(cwd: str, env: Mapping[str, str], cancel: "threading.Event | None" = None) -> Admitted:
+def admit(cwd: str, env: Mapping[str, str], cancel: threading.Event | None = None) -> Admitted:
     """The admitted snapshot; `cancel` (set by shutdown) stops a pending MCP startup."""
     home = paths.resolve_home(env)
     try:
@@ -120,8 +140,8 @@ def check_mcp(conf: Mapping[str, Any]) -> None:
 
 
 def start_mcp(
-    conf: Mapping[str, Any], env: Mapping[str, str], cwd: str, cancel: "threading.Event | None"
-) -> "McpManager | None":
+    conf: Mapping[str, Any], env: Mapping[str, str], cwd: str, cancel: threading.Event | None
+) -> McpManager | None:
     """Connect every enabled, approved server (the SDK loads only then); None when none is."""
     if not _mcp_enabled(conf):
         return None
