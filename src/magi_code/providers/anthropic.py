@@ -23,9 +23,17 @@ from magi_code.providers.base import (
     Usage,
     UserText,
 )
-from magi_code.providers.http import HttpPolicy, stream_sse
+from magi_code.providers.http import HttpPolicy
 from magi_code.providers.limits import ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_THINKING_BUDGETS
-from magi_code.providers.wire import StopReason, count, event_json, obj, stream_error, text
+from magi_code.providers.wire import (
+    StopReason,
+    count,
+    event_json,
+    obj,
+    stream_error,
+    stream_until_finished,
+    text,
+)
 
 API_VERSION = "2023-06-01"
 _STOP: dict[str, StopReason] = {
@@ -198,13 +206,10 @@ class AnthropicProvider:
         return headers
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        state = MessagesStreamState()
         url = self.base_url.rstrip("/") + "/messages"
-        events = stream_sse(url, self.headers(), request_body(request), self.policy)
-        async with aclosing(events):
-            async for sse in events:
-                for event in state.event(sse.data):
-                    yield event
-                if state.finished:
-                    return
-        raise ProviderError("malformed_stream", retryable=True, detail="stream cut short")
+        state = MessagesStreamState()
+        body = request_body(request)
+        events = stream_until_finished(url, self.headers(), body, self.policy, state)
+        async with aclosing(events):  # closing this stream closes the request now
+            async for event in events:
+                yield event

@@ -12,7 +12,6 @@ from magi_code.providers.base import (
     AssistantText,
     Completed,
     ModelRequest,
-    ProviderError,
     ProviderEvent,
     ReasoningSummary,
     TextDelta,
@@ -22,8 +21,15 @@ from magi_code.providers.base import (
     Usage,
     UserText,
 )
-from magi_code.providers.http import HttpPolicy, stream_sse
-from magi_code.providers.wire import count, event_json, obj, stream_error, text
+from magi_code.providers.http import HttpPolicy
+from magi_code.providers.wire import (
+    count,
+    event_json,
+    obj,
+    stream_error,
+    stream_until_finished,
+    text,
+)
 
 
 def request_body(request: ModelRequest) -> dict[str, object]:
@@ -150,22 +156,17 @@ class OpenAIResponsesProvider:
         return headers
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
-        body = request_body(request)
-        async for event in stream_responses(
-            self.base_url.rstrip("/") + self.path, self.headers(), body, self.policy
-        ):
-            yield event
+        url = self.base_url.rstrip("/") + self.path
+        events = stream_responses(url, self.headers(), request_body(request), self.policy)
+        async with aclosing(events):  # closing this stream closes the request now
+            async for event in events:
+                yield event
 
 
 async def stream_responses(
     url: str, headers: Mapping[str, str], body: Mapping[str, object], policy: HttpPolicy
 ) -> AsyncGenerator[ProviderEvent]:
-    state = ResponsesStreamState()
-    events = stream_sse(url, headers, body, policy)
-    async with aclosing(events):
-        async for sse in events:
-            for event in state.event(sse.data):
-                yield event
-            if state.finished:
-                return
-    raise ProviderError("malformed_stream", retryable=True, detail="stream cut short")
+    events = stream_until_finished(url, headers, body, policy, ResponsesStreamState())
+    async with aclosing(events):  # closing this stream closes the request now
+        async for event in events:
+            yield event

@@ -4,11 +4,12 @@ Never raises anything but `ProviderError`, whose text carries no body.
 """
 
 import json
-from collections.abc import Mapping
-from typing import Literal
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import aclosing
+from typing import Literal, Protocol
 
-from magi_code.providers.base import ProviderError
-from magi_code.providers.http import default_is_overflow
+from magi_code.providers.base import ProviderError, ProviderEvent
+from magi_code.providers.http import HttpPolicy, default_is_overflow, stream_sse
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "other"]
 
@@ -42,3 +43,30 @@ def stream_error(error: Mapping[str, object]) -> ProviderError:
     if default_is_overflow(marker):
         return ProviderError("context_overflow", detail="provider reported context overflow")
     return ProviderError("server_error", retryable=True, detail="provider reported a stream error")
+
+
+class FinishingState(Protocol):
+    """A wire's stream state machine that knows when the provider said it was done."""
+
+    finished: bool
+
+    def event(self, data: str) -> list[ProviderEvent]: ...
+
+
+async def stream_until_finished(
+    url: str,
+    headers: Mapping[str, str],
+    body: Mapping[str, object],
+    policy: HttpPolicy,
+    state: FinishingState,
+) -> AsyncGenerator[ProviderEvent]:
+    """Feed every event to `state` until it is finished; a stream that ends before that was
+    cut short (retryable: the transport retry policy decides)."""
+    events = stream_sse(url, headers, body, policy)
+    async with aclosing(events):
+        async for sse in events:
+            for event in state.event(sse.data):
+                yield event
+            if state.finished:
+                return
+    raise ProviderError("malformed_stream", retryable=True, detail="stream cut short")
