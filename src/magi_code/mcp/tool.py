@@ -22,8 +22,8 @@ import mcp_types
 
 from magi_code.mcp.limits import DESCRIPTION_CHARS
 from magi_code.mcp.names import tool_name
-from magi_code.tools.base import Access, ToolContext, ToolInputError, ToolOutcome
-from magi_code.tools.limits import ARGUMENTS_BYTES
+from magi_code.tools.args import load_any_object
+from magi_code.tools.base import Access, ToolContext, ToolOutcome
 from magi_code.tools.summaries import safe_summary
 
 if TYPE_CHECKING:
@@ -45,17 +45,7 @@ class McpTool:
         self.parameters: dict[str, object] = dict(listed.input_schema)
 
     def parse(self, arguments: str) -> McpArgs:
-        if len(arguments) > ARGUMENTS_BYTES or len(arguments.encode("utf-8", "replace")) > (
-            ARGUMENTS_BYTES
-        ):
-            raise ToolInputError("arguments_too_large")
-        try:
-            value = json.loads(arguments or "{}", object_pairs_hook=_no_duplicates)
-        except (ValueError, RecursionError):
-            raise ToolInputError("invalid_json") from None
-        if not isinstance(value, dict):
-            raise ToolInputError("invalid_arguments")
-        return McpArgs(value)
+        return McpArgs(load_any_object(arguments))
 
     def access(self, args: McpArgs, ctx: ToolContext) -> Access:
         return Access("shell")
@@ -75,13 +65,6 @@ class McpTool:
             return outcome(label, None)  # the manager closed under the call
         finally:
             future.cancel()  # a no-op once done; otherwise cancels the call on its loop
-
-
-def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        raise ValueError("duplicate key")
-    return out
 
 
 def outcome(label: str, result: mcp_types.CallToolResult | None) -> ToolOutcome:

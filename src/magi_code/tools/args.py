@@ -15,6 +15,15 @@ Fields = Mapping[str, object]
 
 def load_object(arguments: str, required: set[str], optional: set[str]) -> Fields:
     """The arguments object, with every required key and no key outside the two sets."""
+    value = load_any_object(arguments)
+    keys = set(value)
+    if not required <= keys or not keys <= required | optional:
+        raise ToolInputError("invalid_arguments")
+    return value
+
+
+def load_any_object(arguments: str) -> dict[str, object]:
+    """One JSON object within ARGUMENTS_BYTES, without duplicate keys; its keys unchecked."""
     if len(arguments) > ARGUMENTS_BYTES or len(arguments.encode("utf-8", "replace")) > (
         ARGUMENTS_BYTES
     ):
@@ -24,9 +33,6 @@ def load_object(arguments: str, required: set[str], optional: set[str]) -> Field
     except (ValueError, RecursionError):
         raise ToolInputError("invalid_json") from None
     if not isinstance(value, dict):
-        raise ToolInputError("invalid_arguments")
-    keys = set(value)
-    if not required <= keys or not keys <= required | optional:
         raise ToolInputError("invalid_arguments")
     return value
 
