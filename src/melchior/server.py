@@ -301,7 +301,10 @@ class Server:
     def status(self, peer: Peer, args: list[Any]) -> wire.Message:
         if args:
             return wire.refusal("bad_args")
-        state = {"id": self.me, "role": self.role, "parent": self.parent, **self.doing}
+        # The parent while the link holds: once it has ended, its id may name someone else.
+        own = registry.read_key(self.directory, self.me)
+        parent = registry.linked(self.directory, own) if own else None
+        state = {"id": self.me, "role": self.role, "parent": parent, **self.doing}
         return wire.reply([state])
 
     def tell(self, peer: Peer, args: list[Any]) -> wire.Message:
