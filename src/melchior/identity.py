@@ -69,25 +69,28 @@ def fork(env: Mapping[str, str], role: str, project: str | None) -> dict[str, An
     A caller with an identity must prove it (its own secret) and stays in its own project.
     """
     me = from_env(env)
+    parent: str | None = None
+    parent_key: str | None = None  # the digest of the minter's secret, bound to the child
     if role not in names.ROLES:
         raise registry.RegistryError("usage")
     if me is not None:
         if project not in (None, me.project):
             raise registry.RegistryError("forbidden")
         directory = registry.project_dir(me.project, env)
-        if registry.verify(directory, me.id, me.token) is None:
+        key = registry.verify(directory, me.id, me.token)
+        if key is None:
             raise registry.RegistryError("unauthenticated")
-        project, parent = me.project, me.id
+        project, parent, parent_key = me.project, me.id, key.sha256
     else:
         if env.get(ENV_ID) or env.get(ENV_TOKEN):
             raise registry.RegistryError("no_identity")
         project = project or env.get(ENV_PROJECT) or default_project(os.getcwd())
         directory = registry.project_dir(project, env)
-        parent = None
     import secrets
 
     token = secrets.token_urlsafe(TOKEN_BYTES)
-    sid = registry.mint(directory, role, parent, token, registry.reported(directory, env))
+    avoid = registry.reported(directory, env)
+    sid = registry.mint(directory, role, parent, token, avoid, parent_key)
     environment = {ENV_PROJECT: project, ENV_ID: sid, ENV_TOKEN: token}
     if parent is not None:
         environment[ENV_PARENT] = parent

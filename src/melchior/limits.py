@@ -30,14 +30,33 @@ MAX_REPORT = 16 << 20
 REPORT_CHUNK = 128 * 1024
 REPORT_PAGE = 128 * 1024
 
-# One session's server: concurrent connections, open asks it keeps.
+# One session's server: proven connections from peers, open asks it keeps.
 MAX_CONNECTIONS = 64
 MAX_TASKS = 256
+# Connections that have not proven themselves (`hello`) yet. When all are held, a new one takes
+# the oldest one's place: a flood of half-open connections delays a caller, never locks it out.
+MAX_UNPROVEN = 16
+# Proven connections only the session itself may take beyond MAX_CONNECTIONS, so its own tool
+# (`status`, `report`) still gets in when peers hold every slot.
+RESERVED_SELF = 4
 
 # A caller waits this long (seconds) for a connect or a reply before giving up.
 CALL_TIMEOUT = 10.0
-# A connection that says nothing for this long (seconds) is closed by the server.
+# Server-side deadlines (seconds). A new connection must complete a successful `hello` this
+# soon after it is accepted, whatever it sends meanwhile.
+HELLO_TIMEOUT = 2.0
+# From a frame's first byte to its last, however the bytes are paced (a frame is at most
+# MAX_FRAME, and local sockets move that in milliseconds); replies are written under it too.
+FRAME_TIMEOUT = 10.0
+# A proven connection that starts no frame for this long is closed.
 IDLE_TIMEOUT = 60.0
+
+# What a `report` note may carry beside its text: the revision (a count, or a short printable
+# ASCII label of at most REVISION_MAX characters), the body's sha256 (SHA256_HEX lowercase hex
+# digits) and its size in bytes (at most MAX_REPORT).
+REVISION_MAX = 64
+REVISION_COUNT_MAX = (1 << 53) - 1  # exact in every JSON reader, doubles included
+SHA256_HEX = 64
 
 # Names. An id is a word pair, perhaps with a number; a project name is a short label.
 ID_MAX = 24

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from melchior.limits import ID_MAX, PROJECT_DIGEST, PROJECT_MAX
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
 WORDS = (
     "alpha",
     "beta",
@@ -67,15 +71,23 @@ def valid_project(text: str) -> bool:
     )
 
 
-def candidate(attempt: int) -> str:
-    """A random word pair; after many collisions a number makes the space unbounded."""
+def pairs() -> list[str]:
+    """Every id made of two distinct words, in a fixed order."""
+    return [f"{first}-{second}" for first in WORDS for second in WORDS if first != second]
+
+
+def candidate(attempt: int, taken: Collection[str] = ()) -> str:
+    """A random word pair that is not `taken`. Once every pair is taken, or after many
+    collisions with concurrent minters, a pair with a number: the space never runs out."""
     import secrets
 
+    free = [pair for pair in pairs() if pair not in taken] if attempt < 16 else []
+    if free:
+        return secrets.choice(free)
     first, second = secrets.choice(WORDS), secrets.choice(WORDS)
     while second == first:
         second = secrets.choice(WORDS)
-    pair = f"{first}-{second}"
-    return pair if attempt < 16 else f"{pair}-{secrets.randbelow(10**6)}"
+    return f"{first}-{second}-{secrets.randbelow(10**6)}"
 
 
 def project_dirname(project: str, budget: int) -> str:

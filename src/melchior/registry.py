@@ -1,8 +1,9 @@
 """The registry is a directory: `<base>/melchior/<project>/<id>` sockets and their notes.
 
     <id>          the session's socket; liveness is a successful connect, never a file test
-    <id>.key      0600 JSON {"sha256", "role", "minter"}: written once by `fork` (O_EXCL, which
-                  is what makes an id unique); holds a digest of the secret, never the secret
+    <id>.key      0600 JSON {"sha256", "role", "minter", "minter_key"}: written once by `fork`
+                  (O_EXCL, which is what makes an id unique); holds digests of the secret and of
+                  the minter's secret, never a secret
     <id>.parent   the note naming who started it, written by the session when it comes up
     <id>.report   an older session's report (read, and removed with its session)
     .lock         flock'd while a socket is bound or a dead one is removed
@@ -47,12 +48,16 @@ class RegistryError(Exception):
 
 
 class Key:
-    """What a key file says: the secret's digest, the role, and who minted it."""
+    """What a key file says: the secret's digest, the role, who minted it, and the digest of
+    the minter's secret. An id is reused once its session is gone; the digest is not, so the
+    fork link is bound to it (`linked`), never to the id alone."""
 
-    __slots__ = ("minter", "role", "sha256")
+    __slots__ = ("minter", "minter_key", "role", "sha256")
 
-    def __init__(self, sha256: str, role: str, minter: str | None) -> None:
-        self.sha256, self.role, self.minter = sha256, role, minter
+    def __init__(
+        self, sha256: str, role: str, minter: str | None, minter_key: str | None = None
+    ) -> None:
+        self.sha256, self.role, self.minter, self.minter_key = sha256, role, minter, minter_key
 
 
 def join(directory: str, name: str) -> str:
@@ -146,20 +151,30 @@ def project_dir(project: str, env: Mapping[str, str]) -> str:
 def digest(token: str) -> str:
     import hashlib  # not on the path of a plain tool call
 
-    return hashlib.sha256(token.encode()).hexdigest()
+    # surrogatepass: any text digests (a token from a badly encoded environment included), and
+    # a text that is not a real secret simply matches nothing.
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def mint(
-    directory: str, role: str, minter: str | None, token: str, avoid: set[str] | None = None
+    directory: str,
+    role: str,
+    minter: str | None,
+    token: str,
+    avoid: set[str] | None = None,
+    minter_key: str | None = None,
 ) -> str:
     """Reserve a fresh id in `directory` by creating its key file exclusively; ids in `avoid`
-    (those with a stored report) are not handed out again."""
-    body = jsonc.dumps({"sha256": digest(token), "role": role, "minter": minter}).encode()
-    taken = set(os.listdir(directory)) | (avoid or set())
+    (those with a stored report) are not handed out again. `minter_key`, the digest of the
+    minter's secret, is recorded beside its id."""
+    fields = {"sha256": digest(token), "role": role, "minter": minter, "minter_key": minter_key}
+    body = jsonc.dumps(fields).encode()
+    taken = {entry.partition(".")[0] for entry in os.listdir(directory)} | (avoid or set())
     for attempt in range(64):
-        session_id = names.candidate(attempt)
+        session_id = names.candidate(attempt, taken)
         if session_id in taken:
             continue
+        taken.add(session_id)
         try:
             fd = os.open(join(directory, f"{session_id}.key"), _EXCLUSIVE, 0o600)
         except FileExistsError:
@@ -194,9 +209,30 @@ def read_key(directory: str, session_id: str) -> Key | None:
     if not isinstance(data, dict):
         return None
     sha, role, minter = data.get("sha256"), data.get("role"), data.get("minter")
+    minter_key = data.get("minter_key")
     if not isinstance(sha, str) or role not in names.ROLES:
         return None
-    return Key(sha, str(role), minter if isinstance(minter, str) else None)
+    return Key(
+        sha,
+        str(role),
+        minter if isinstance(minter, str) else None,
+        minter_key if isinstance(minter_key, str) else None,
+    )
+
+
+def linked(directory: str, key: Key, entries: set[str] | None = None) -> str | None:
+    """The session's parent, if its minter still holds the secret that minted it: a session
+    later given the same id is no parent of its predecessor's children. (A key minted with
+    no recorded digest has no link.)"""
+    minter, expected = key.minter, key.minter_key
+    if minter is None or expected is None:
+        return None
+    if entries is not None and f"{minter}.key" not in entries:
+        return None
+    parent = read_key(directory, minter)
+    import hmac
+
+    return minter if parent and hmac.compare_digest(parent.sha256, expected) else None
 
 
 def verify(directory: str, session_id: str, token: str) -> Key | None:
@@ -221,15 +257,13 @@ def read_parent(directory: str, session_id: str) -> str | None:
 
 
 def node(directory: str, session_id: str, entries: set[str] | None = None) -> policy.Node | None:
-    """A session as the walls see it: its role, and its parent (the note, else its minter).
-    `entries`, when the caller has listed the directory, spares opening notes not there."""
+    """A session as the walls see it: its role, and its parent (its minter, while the minter's
+    secret is the one recorded: `linked`). `entries`, when the caller has listed the
+    directory, spares opening keys not there."""
     key = read_key(directory, session_id)
     if key is None:
         return None
-    parent = None
-    if entries is None or f"{session_id}.parent" in entries:
-        parent = read_parent(directory, session_id)
-    return policy.Node(key.role, parent or key.minter)
+    return policy.Node(key.role, linked(directory, key, entries))
 
 
 def write_atomic(path: str, data: bytes) -> None:

@@ -18,10 +18,17 @@ from __future__ import annotations
 import json
 
 from melchior import wire
-from melchior.limits import REPORT_PAGE
+from melchior.limits import (
+    MAX_REPORT,
+    REPORT_PAGE,
+    REVISION_COUNT_MAX,
+    REVISION_MAX,
+    SHA256_HEX,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 
@@ -92,6 +99,39 @@ def read(report: Report | None, args: list[Any]) -> wire.Message:
     return wire.reply([{**report.summary(), "page": index, "text": text}])
 
 
+def note_fields(extra: dict[str, Any]) -> dict[str, Any] | None:
+    """What a `report` note carries beside its text, checked: `revision` (a count, or a short
+    printable ASCII label), `sha256` (lowercase hex) and `bytes` (a size a report can have),
+    each optional; other keys are dropped. None when one of them is malformed."""
+    fields = {k: extra[k] for k in _NOTE_CHECKS if k in extra}
+    return fields if all(_NOTE_CHECKS[k](v) for k, v in fields.items()) else None
+
+
+def _count(value: object, top: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= top
+
+
+def _label(value: object) -> bool:
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= REVISION_MAX
+        and value.isascii()
+        and value.isprintable()
+    )
+
+
+def _hex_digest(value: object) -> bool:
+    return isinstance(value, str) and len(value) == SHA256_HEX and _HEX.issuperset(value)
+
+
+_HEX = frozenset("0123456789abcdef")
+_NOTE_CHECKS: dict[str, Callable[[object], bool]] = {
+    "revision": lambda value: _count(value, REVISION_COUNT_MAX) or _label(value),
+    "sha256": _hex_digest,
+    "bytes": lambda value: _count(value, MAX_REPORT),
+}
+
+
 def owned_by(report: Report, key: str) -> bool:
     """Is this stored report the session's whose secret digests to `key`? (An id may be minted
     again once its session is gone; an older report without an owner is taken as its own.)"""
@@ -134,11 +174,21 @@ def decode_stored(data: bytes) -> Report:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         doc = None
-    if isinstance(doc, dict) and isinstance(doc.get("body"), str):
+    body = doc.get("body") if isinstance(doc, dict) else None
+    if isinstance(body, str) and _encodable(body):
         revision, owner = doc.get("revision"), doc.get("owner")
         return Report(
-            doc["body"].encode(),
+            body.encode(),
             revision if isinstance(revision, int) else 0,
             owner if isinstance(owner, dict) else None,
         )
     return Report(data.decode("utf-8", errors="replace").encode(), 0)
+
+
+def _encodable(text: str) -> bool:
+    """False for a text holding a lone surrogate (a `\\ud800` escape in a damaged file)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

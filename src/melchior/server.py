@@ -4,36 +4,42 @@ The harness is our parent. Its pipe is our life: stdin carries its `doing` statu
 answers to asks; stdout carries `listening`, peers' `message`s and refusals. When stdin closes
 (or the minter ends us, or a signal comes), the socket and the notes go with us.
 
-Threads, not asyncio: an accept thread, one thread per connection (bounded), and the main
-thread on the pipe. Every caller proves its identity (`hello`) before any other call; the walls
-are checked here, by the callee, whatever the caller's own tool decided. A peer's text reaches
-the harness only as a `message` event labelled with the peer's name, never as anything else.
+Threads, not asyncio: an accept thread, one thread per connection (bounded: slots.py), and the
+main thread on the pipe. Every caller proves its identity (`hello`) before any other call, and
+within HELLO_TIMEOUT of connecting; every frame arrives whole within FRAME_TIMEOUT of its first
+byte. The walls are checked here, by the callee, whatever the caller's own tool decided. A
+peer's text reaches the harness only as a `message` event labelled with the peer's name, never
+as anything else.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hmac
 import os
 import selectors
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from melchior import names, policy, registry, reports, tasks, wire
-from melchior.limits import IDLE_TIMEOUT, MAX_CONNECTIONS, MAX_REPORT
+from melchior import limits, names, policy, registry, reports, slots, tasks, wire
+from melchior.limits import MAX_REPORT
 
 SORTS = ("note", "attention", "report")
 
 
 @dataclass
 class Peer:
-    """One connection's caller, once proven, and its report upload in progress."""
+    """One connection's caller, once proven (its id, and its key: the digests that bind it to
+    its fork link), and its report upload in progress."""
 
     id: str | None = None
     label: str = ""
+    key: registry.Key | None = None
     upload: bytearray = field(default_factory=bytearray)
 
 
@@ -55,16 +61,18 @@ class Server:
         self.directory, self.project, self.me, self.role = directory, project, me, role
         self.token, self.talk, self.env = token, talk, env or {}
         self.parent = registry.read_parent(directory, me)
-        # The parent's key is read now, while it surely lives: a report written after the parent
-        # has gone still records who may read it.
-        parent_key = registry.read_key(directory, self.parent) if self.parent else None
+        # Our key records the digest of our minter's secret: it names our parent for as long as
+        # we live, even after the parent's id has gone to another session, and a report written
+        # after the parent has gone still records who may read it.
+        own = registry.read_key(directory, me)
+        self.parent_key = own.minter_key if own and self.parent else None
         self.owner = {
             "project": project,
             "id": me,
             "role": role,
             "parent": self.parent,
             "key": registry.digest(token),
-            "parent_key": parent_key.sha256 if parent_key else None,
+            "parent_key": self.parent_key,
         }
         self.label = names.label(project, role, me)
         self.tasks = tasks.Tasks()
@@ -73,7 +81,7 @@ class Server:
         self._out: BinaryIO | None = None
         self._out_lock = threading.Lock()
         self._report_lock = threading.Lock()
-        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._slots = slots.Slots()
         self._wake_r, self._wake_w = os.pipe()
         self.ended_by: str | None = None
         self.verbs: dict[str, Callable[[Peer, list[Any]], wire.Message]] = {
@@ -181,10 +189,15 @@ class Server:
                 continue
             child = entry[: -len(".key")]
             key = registry.read_key(self.directory, child)
-            mine = key is not None and key.minter == self.me
+            mine = key is not None and key.minter == self.me and self._minted_by_me(key)
             if mine and registry.probe(registry.join(self.directory, child)) == "absent":
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(registry.join(self.directory, entry))
+
+    def _minted_by_me(self, key: registry.Key) -> bool:
+        """Did we (our secret, not merely our id) mint the session whose key this is?"""
+        mine = str(self.owner["key"])
+        return key.minter_key is not None and hmac.compare_digest(key.minter_key, mine)
 
     # ------------------------------------------------------------ the socket
 
@@ -194,35 +207,58 @@ class Server:
                 conn, _ = listener.accept()
             except OSError:
                 return  # the listener was closed: we are stopping
-            if not self._slots.acquire(blocking=False):
+            evicted = self._slots.admit(conn)
+            if isinstance(evicted, socket.socket):
+                # Its own thread sees the end of input and lets its slot go.
                 with contextlib.suppress(OSError):
-                    conn.sendall(wire.encode_socket(wire.refusal("too_busy")))
-                conn.close()
-                continue
+                    evicted.shutdown(socket.SHUT_RDWR)
             threading.Thread(target=self._serve_connection, args=(conn,), daemon=True).start()
 
     def _serve_connection(self, conn: socket.socket) -> None:
-        conn.settimeout(IDLE_TIMEOUT)
         decoder, peer = wire.SocketDecoder(), Peer()
+        proven = False
+        now = time.monotonic()
+        hello_by, last, frame_from = now + limits.HELLO_TIMEOUT, now, 0.0
         try:
             while True:
+                if not proven:
+                    deadline = hello_by
+                elif decoder.pending:
+                    deadline = frame_from + limits.FRAME_TIMEOUT
+                else:
+                    deadline = last + limits.IDLE_TIMEOUT
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return  # too slow to prove itself, to finish a frame, or to say anything
+                conn.settimeout(left)
                 data = conn.recv(1 << 16)
                 if not data:
                     return
-                for item in decoder.feed(data):
+                last = time.monotonic()
+                started = decoder.pending
+                items = decoder.feed(data)
+                if items or not started:
+                    frame_from = last  # a frame began in these bytes
+                conn.settimeout(limits.FRAME_TIMEOUT)
+                for item in items:
                     if isinstance(item, wire.Refusal):
                         answer = wire.refusal(item.code)
                     else:
                         answer = self.dispatch(peer, item)
+                    if peer.id is not None and not proven:
+                        proven = self._slots.prove(conn, peer.id == self.me)
+                        if not proven:  # no room for one more proven caller
+                            conn.sendall(wire.encode_socket(wire.refusal("too_busy")))
+                            return
                     conn.sendall(wire.encode_socket(answer))
                     if self.ended_by is not None:
                         self.stop()
                         return
         except OSError:
-            return  # the caller went away or idled out: not our failure
+            return  # the caller went away or ran out of time: not our failure
         finally:
+            self._slots.release(conn)
             conn.close()
-            self._slots.release()
 
     def dispatch(self, peer: Peer, message: wire.Message) -> wire.Message:
         name = message.get("call")
@@ -244,7 +280,7 @@ class Server:
         return registry.node(self.directory, session_id)
 
     def hello(self, peer: Peer, args: list[Any]) -> wire.Message:
-        peer.id, peer.label = None, ""  # a failed hello leaves nobody proven
+        peer.id, peer.label, peer.key = None, "", None  # a failed hello leaves nobody proven
         if len(args) != 1 or not isinstance(args[0], dict):
             return wire.refusal("bad_args")
         caller, token = args[0].get("id"), args[0].get("token")
@@ -257,7 +293,7 @@ class Server:
         talk = policy.narrowest(self.talk, claimed if isinstance(claimed, str) else None)
         if not policy.reachable(self.lookup, caller, self.me, talk):
             return wire.refusal("forbidden")
-        peer.id, peer.label = caller, names.label(self.project, key.role, caller)
+        peer.id, peer.label, peer.key = caller, names.label(self.project, key.role, caller), key
         return wire.reply([{"id": self.me, "role": self.role, "who": self.label}])
 
     # ------------------------------------------------------------ verbs
@@ -265,7 +301,10 @@ class Server:
     def status(self, peer: Peer, args: list[Any]) -> wire.Message:
         if args:
             return wire.refusal("bad_args")
-        state = {"id": self.me, "role": self.role, "parent": self.parent, **self.doing}
+        # The parent while the link holds: once it has ended, its id may name someone else.
+        own = registry.read_key(self.directory, self.me)
+        parent = registry.linked(self.directory, own) if own else None
+        state = {"id": self.me, "role": self.role, "parent": parent, **self.doing}
         return wire.reply([state])
 
     def tell(self, peer: Peer, args: list[Any]) -> wire.Message:
@@ -275,8 +314,13 @@ class Server:
         if sort not in SORTS or (len(args) == 3 and not isinstance(args[2], dict)):
             return wire.refusal("bad_args")
         extra: dict[str, Any] = {}
-        if sort == "report" and len(args) == 3:
-            extra = {k: args[2][k] for k in ("revision", "sha256", "bytes") if k in args[2]}
+        if sort == "report":
+            fields = reports.note_fields(args[2] if len(args) == 3 else {})
+            if fields is None:
+                return wire.refusal("bad_args")
+            if not self._is_child(peer):
+                return wire.refusal("forbidden")  # a report note comes only from our child
+            extra = fields
         self.emit(wire.event("message", who=peer.label, sort=sort, text=args[0], **extra))
         return wire.reply([{"delivered": True}])
 
@@ -317,11 +361,19 @@ class Server:
         view = self.tasks.view(message_id, peer.id, self.me)
         return wire.reply([{"task": handle, **(view or {})}])
 
+    def _is_child(self, peer: Peer) -> bool:
+        """Is the caller a session we minted (by our secret's digest, not our id alone)?"""
+        key = peer.key
+        return key is not None and key.minter == self.me and self._minted_by_me(key)
+
     def end(self, peer: Peer, args: list[Any]) -> wire.Message:
         key = registry.read_key(self.directory, self.me)
         if args or key is None:
             return wire.refusal("bad_args")
-        if key.minter is None or key.minter != peer.id:
+        # The minter is the secret that minted us: a later session given its id is not it.
+        caller = peer.key.sha256 if peer.key else ""
+        recorded = key.minter_key or ""
+        if key.minter != peer.id or not recorded or not hmac.compare_digest(recorded, caller):
             return wire.refusal("not_minter")
         self.ended_by = peer.label
         return wire.reply([{"ending": self.label}])
@@ -363,8 +415,11 @@ class Server:
         """A non-interrupting note to our parent that a new revision is stored."""
         from melchior import client, identity  # only sessions with a parent need these
 
-        if self.parent is None:
+        if self.parent is None or self.parent_key is None:
             return
+        parent = registry.read_key(self.directory, self.parent)
+        if parent is None or parent.sha256 != self.parent_key:
+            return  # our parent has ended: its id, if taken again, is someone else's
         me = identity.Identity(self.project, self.me, self.token, self.parent, self.talk)
         text = f"report revision {summary['revision']} ({summary['bytes']} bytes)"
         with (

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from melchior.limits import FAMILY, MAX_FRAME, MAX_REPORT, MAX_TEXT, REPORT_PAGE
+from melchior.limits import (
+    FAMILY,
+    FRAME_TIMEOUT,
+    HELLO_TIMEOUT,
+    MAX_FRAME,
+    MAX_REPORT,
+    MAX_TEXT,
+    REPORT_PAGE,
+)
 from melchior.tasks import STATES
 
 _WHO = {"value": "string", "description": "the session's id, as `list` shows it"}
@@ -87,12 +95,13 @@ TOOL: dict[str, Any] = {
 SOCKET: dict[str, Any] = {
     "family": FAMILY,
     "framing": f"u32 big-endian length, then at most {MAX_FRAME} bytes of JSON",
-    "first": "hello",
+    "first": f"hello, within {HELLO_TIMEOUT:g} s of connecting",
+    "frame deadline": f"each frame whole within {FRAME_TIMEOUT:g} s of its first byte",
     "calls": {
         "hello": {
             "args": [{"id": "string", "token": "string", "talk": "instance|run|project"}],
             "result": [{"id": "string", "role": "main|sub", "who": "project/role/id"}],
-            "refusals": ["bad_args", "unauthenticated", "forbidden"],
+            "refusals": ["bad_args", "unauthenticated", "forbidden", "too_busy (then closed)"],
         },
         "status": {
             "args": [],
@@ -108,8 +117,13 @@ SOCKET: dict[str, Any] = {
             ],
         },
         "tell": {
-            "args": ["text", "note|attention|report", {"revision": "integer", "sha256": "hex"}],
+            "args": [
+                "text",
+                "note|attention|report",
+                {"revision": "integer|label", "sha256": "hex", "bytes": "integer"},
+            ],
             "result": [{"delivered": True}],
+            "refusals": ["bad_args", "forbidden (a report from anyone but a child)"],
         },
         "ask": {
             "args": ["text"],
@@ -146,7 +160,11 @@ SOCKET: dict[str, Any] = {
             "result": [{"revision": "integer", "sha256": "hex", "bytes": "integer"}],
             "who": "the session itself only",
         },
-        "end": {"args": [], "result": [{"ending": "project/role/id"}], "who": "its minter only"},
+        "end": {
+            "args": [],
+            "result": [{"ending": "project/role/id"}],
+            "who": "its minter only (the secret that minted it, not a later holder of its id)",
+        },
     },
     "pipe": {
         "in": [

@@ -42,7 +42,7 @@ FOREIGN_TAGS = frozenset({"type", "kind", "tag", "op", "method", "action", "msg_
 # The closed set of refusal codes. Nothing else ever crosses the wire as a reason.
 CODES = frozenset(
     {
-        "bad_json",  # not UTF-8 JSON, duplicate keys, NaN, or nested too deep
+        "bad_json",  # not UTF-8 JSON, a lone surrogate, duplicate keys, NaN, or nested too deep
         "bad_shape",  # not an object, or not exactly one of call/event/ok, or bad fields
         "bad_tag",  # carries a foreign tag key
         "frame_too_large",  # a frame or line over the limit
@@ -155,7 +155,11 @@ def parse(body: bytes, reader_family: int = FAMILY) -> Item:
     """One JSON document (a frame, a line, an argv stdout) to a checked message or refusal."""
     try:
         value = jsonc.loads(body.decode("utf-8"))
-    except (ValueError, RecursionError):
+        # A `\\uD800`-style escape can decode to a lone surrogate, which no UTF-8 text can
+        # hold: refused here, where it enters, so that nothing downstream fails to encode it.
+        if b"\\ud" in body or b"\\uD" in body:
+            encode_json(value)
+    except (ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
         return Refusal("bad_json")
     return check(value, reader_family)
 

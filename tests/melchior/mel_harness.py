@@ -42,11 +42,13 @@ def exec_json(args: list[str], env: dict[str, str], stdin: bytes = b"") -> tuple
 class Session:
     """A `melchior serve` child: its pipe is ours, its events are queued as they arrive."""
 
-    def __init__(self, spec: dict[str, Any], env: dict[str, str]) -> None:
+    def __init__(
+        self, spec: dict[str, Any], env: dict[str, str], command: list[str] | None = None
+    ) -> None:
         self.spec, self.id, self.project = spec, spec["id"], spec["project"]
         self.env = {**env, **spec["environment"]}
         self.proc = subprocess.Popen(
-            [*MELCHIOR, "serve"],
+            command or [*MELCHIOR, "serve"],
             env=self.env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -116,6 +118,7 @@ class Melchior:
         project: str = "demo",
         talk: str | None = None,
         project_talk: str | None = None,
+        command: list[str] | None = None,
     ) -> Session:
         spec = self.fork(parent, role, project)
         env = dict(self.env)
@@ -123,7 +126,7 @@ class Melchior:
             env[ENV_TALK] = talk
         if project_talk:
             env[ENV_PROJECT_TALK] = project_talk
-        session = Session(spec, env)
+        session = Session(spec, env, command)
         self.sessions.append(session)
         return session
 

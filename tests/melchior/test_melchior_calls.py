@@ -17,7 +17,6 @@ from mel_harness import Melchior, Raw, Session, wait_until
 from melchior import wire
 from melchior.limits import (
     FAMILY,
-    MAX_CONNECTIONS,
     MAX_FRAME,
     MAX_REPORT,
     MAX_TASKS,
@@ -81,22 +80,6 @@ def test_text_bound_at_its_edge(pair: tuple[Session, Session]) -> None:
         assert raw.call("ask", ["a" * (MAX_TEXT + 1)])["code"] == "bad_args"
     finally:
         raw.close()
-
-
-def test_connection_bound_at_its_edge(pair: tuple[Session, Session]) -> None:
-    parent, child = pair
-    held = [Raw(child.at) for _ in range(MAX_CONNECTIONS)]
-    try:
-        for raw in held:
-            assert raw.hello(parent.identity)["ok"]
-        extra = Raw(child.at)
-        try:
-            assert extra.read()["code"] == "too_busy"
-        finally:
-            extra.close()
-    finally:
-        for raw in held:
-            raw.close()
 
 
 def test_the_harness_status_is_what_status_answers(pair: tuple[Session, Session]) -> None:

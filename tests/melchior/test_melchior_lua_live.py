@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from mel_harness import DEADLINE, Melchior, Session
 from test_melchior_lua_host import RUNTIMES, Host
+from test_melchior_reuse import heir_of
 
 from melchior import names, registry, tool
 from melchior.limits import MAX_REPORT, PROJECT_MAX, REPORT_CHUNK, REPORT_PAGE
@@ -260,3 +261,22 @@ def test_a_session_dying_mid_connection(host: Host, world: World) -> None:
     assert host.refusal(them.status) == "broken"
     assert host.refusal(them.status) == "broken"
     assert host.refusal(host.m.connect, victim.id.encode()) == "unknown_session"
+
+
+def test_the_heir_of_a_minters_id_is_no_parent_to_lua(tmp_path: Path) -> None:
+    """The client's own check binds the fork link to the minter's key digest, as the tool's."""
+    mel = Melchior(tmp_path)
+    try:
+        root = mel.start()
+        parent = mel.start(root)
+        sub = mel.start(parent, role="sub")
+        assert parent.close() == 0
+        heir = heir_of(mel, root, parent)
+        answer, _ = heir.tool("--verb=status", f"--who={sub.id}")
+        assert answer["code"] == "unknown_session"
+        for version in RUNTIMES:
+            host = Host(version, heir.env)
+            assert host.refusal(host.m.connect, sub.id.encode()) == "unknown_session", version
+            assert host.py(host.m.connect(root.id.encode()).status())["id"] == root.id
+    finally:
+        mel.close()

@@ -8,7 +8,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from melchior import names, policy, reports
+from melchior import names, policy, reports, slots
 from melchior.limits import ID_MAX, PROJECT_DIGEST, PROJECT_MAX, REPORT_PAGE
 
 
@@ -102,3 +102,36 @@ def test_published_vocabulary_matches_what_is_answered() -> None:
     assert set(vocabulary.SOCKET["calls"]) == {"hello", *session.verbs}
     assert set(vocabulary.TOOL["verbs"]) == set(tool.VERBS)
     assert set(vocabulary.TOOL["verbs"]["tell"]["options"]["sort"]["enum"]) < set(server.SORTS)
+
+
+def test_a_candidate_is_a_free_pair_while_one_is_left() -> None:
+    every = names.pairs()
+    assert len(every) == len(set(every)) == 24 * 23
+    for last in (every[0], every[-1]):
+        taken = set(every) - {last}
+        assert names.candidate(0, taken) == last
+        assert names.candidate(15, taken) == last
+        assert names.candidate(16, taken) not in every  # many collisions: numbered
+    numbered = names.candidate(0, set(every))
+    assert names.valid_id(numbered) and numbered.rsplit("-", 1)[0] in every
+
+
+def test_slots_unproven_give_way_and_proven_keep_room_for_the_session() -> None:
+    s = slots.Slots(unproven=2, peers=2, reserved=1)
+    assert s.admit("a") is None and s.admit("b") is None
+    assert s.admit("c") == "a"  # one more: the oldest unproven connection gives its slot up
+    assert not s.prove("a", is_self=False)  # it lost its slot: it is closed, not proven
+    assert s.prove("b", is_self=False) and s.prove("c", is_self=False)
+    s.admit("d")
+    assert not s.prove("d", is_self=False)  # a third peer: the last slot is the session's
+    assert s.prove("d", is_self=True)
+    s.admit("e")
+    assert not s.prove("e", is_self=True)  # none left at all
+    s.release("b")
+    assert s.prove("e", is_self=False)  # the session already uses its reserved slot
+
+
+def test_a_damaged_stored_report_decodes_without_raising() -> None:
+    data = b'{"body":"a\\ud800b","revision":3}'
+    stored = reports.decode_stored(data)
+    assert (stored.revision, stored.body) == (0, data)

@@ -15,7 +15,7 @@
 -- "melchior: <code>"). Runs unchanged on Lua 5.1 to 5.4 and LuaJIT: no goto, no integer
 -- division, no bitwise operators, no string.pack. It never lists a directory and never
 -- reaches past what the walls let a Python caller with the same environment reach: it reads
--- the key and parent notes of the sessions it names to check the walls as the tool does, and
+-- the key notes of the sessions it names to check the walls as the tool does, and
 -- the callee checks every call again. It holds the caller's secret only to say `hello`.
 
 local stream_of, options = ...
@@ -953,8 +953,8 @@ function M.project_dir(project)
 end
 
 -- ---------------------------------------------------------------- the walls
--- As melchior's policy.py, over the key and parent notes in the caller's own project
--- directory (read, never listed). The callee checks again whatever this decides; this check
+-- As melchior's policy.py, over the key notes in the caller's own project directory (read,
+-- never listed). The callee checks again whatever this decides; this check
 -- only makes a session the caller may not reach look absent, as the tool does.
 
 local io_open = io and io.open -- absent in a sandbox: then only the callee checks
@@ -969,7 +969,7 @@ local function read_note(path)
   return data
 end
 
-local function node_of(dir, id)
+local function key_of(dir, id)
   local raw = read_note(join(dir, id .. ".key"))
   local ok, key = pcall(json.decode, raw or "")
   if not ok or not M.is_object(key) or type(key.sha256) ~= "string" then
@@ -978,9 +978,22 @@ local function node_of(dir, id)
   if key.role ~= "main" and key.role ~= "sub" then
     return nil
   end
-  local parent = string.match(read_note(join(dir, id .. ".parent")) or "", "^%s*(.-)%s*$")
-  if not M.valid_id(parent) then
-    parent = type(key.minter) == "string" and key.minter or nil
+  return key
+end
+
+local function node_of(dir, id)
+  local key = key_of(dir, id)
+  if key == nil then
+    return nil
+  end
+  -- The parent is the minter while the minter's key has the digest this key recorded (as
+  -- registry.linked): a session later given the minter's id is no parent.
+  local parent, minter = nil, key.minter
+  if type(minter) == "string" and type(key.minter_key) == "string" and M.valid_id(minter) then
+    local theirs = key_of(dir, minter)
+    if theirs ~= nil and theirs.sha256 == key.minter_key then
+      parent = minter
+    end
   end
   return { role = key.role, parent = parent }
 end
