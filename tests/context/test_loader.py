@@ -277,3 +277,14 @@ def test_same_file_is_told_once(tmp_path: Path) -> None:
     (home / "AGENTS.md").write_text("ONCE")
     os.symlink(home / "AGENTS.md", tmp_path / "AGENTS.md")
     assert load(home, tmp_path).instructions.count("ONCE") == 1
+
+
+def test_profile_body_cut_is_a_notice(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    path = profile(home, "long", "mode: primary", "p" * (INSTRUCTION_FILE_BYTES + 1))
+    context = load(home, tmp_path, agent="long")
+    assert context.sources[0].text == "p" * INSTRUCTION_FILE_BYTES
+    assert context.notices == [
+        f"{path}: profile body larger than {INSTRUCTION_FILE_BYTES} bytes; cut to its first "
+        f"{INSTRUCTION_FILE_BYTES}"
+    ]

@@ -78,6 +78,7 @@ def load(
         collector.used = sum(len(s.text.encode()) for s in told)
         collector.add_text("skills", "skill listing", listing)
         told += collector.sources
+    found.subagents()  # read now, so that the snapshot and its notices are complete
     return Context(profile, told, enabled, found, root, notices)
 
 

@@ -1,8 +1,8 @@
 """Agent profiles: who the model is told it is, which tools it is offered, under what rules.
 
 A profile is MC_HOME/agents/<name>.md or, only in a trusted workspace,
-<root>/.magi-code/agents/<name>.md (a project profile shadows a global one, which shadows a
-built-in one, with a notice). Front matter, all optional:
+<root>/.magi-code/agents/<name>.md. A project profile shadows a global one (with a notice); a
+file named like a built-in replaces it (the way to change `default`). Front matter, all optional:
   description  text
   mode         primary | subagent | all (default all)
   model, provider, thinking   text; applied when the profile is the selected primary
@@ -21,6 +21,7 @@ disabled, subagent-only or malformed profile with `ProfileError` and a precise m
 
 from __future__ import annotations
 
+import codecs
 import os
 
 from magi_code.context import frontmatter
@@ -232,6 +233,7 @@ class Profiles:
                 self.files[name] = path
         self.disabled = frozenset(disabled)
         self.notices = notices
+        self._subagents: list[Profile] | None = None
 
     def get(self, name: str) -> Profile:
         """The profile called `name`; ProfileError when there is none or it is malformed."""
@@ -257,17 +259,18 @@ class Profiles:
 
     def subagents(self) -> list[Profile]:
         """Subagent profiles to offer (mode subagent or all), enabled ones only; a malformed
-        file is a notice."""
-        offered = []
-        for name in sorted({*BUILTINS, *self.files}):
-            try:
-                profile = self.get(name)
-            except ProfileError as exc:
-                self.notices.append(str(exc))
-                continue
-            if profile.mode != "primary" and not profile.disabled and name not in self.disabled:
-                offered.append(profile)
-        return offered
+        file is a notice. Read once, at startup: the snapshot does not change afterwards."""
+        if self._subagents is None:
+            self._subagents = []
+            for name in sorted({*BUILTINS, *self.files}):
+                try:
+                    profile = self.get(name)
+                except ProfileError as exc:
+                    self.notices.append(str(exc))
+                    continue
+                if profile.mode != "primary" and not profile.disabled and name not in self.disabled:
+                    self._subagents.append(profile)
+        return self._subagents
 
 
 def load_body(profile: Profile) -> tuple[str, bool]:
@@ -275,8 +278,6 @@ def load_body(profile: Profile) -> tuple[str, bool]:
     whether they were cut. ProfileError when the file cannot be read."""
     if profile.body is not None:
         return profile.body, False
-    import codecs
-
     try:
         with open(profile.origin, "rb") as handle:
             handle.seek(profile.offset)

@@ -21,6 +21,7 @@ Rules:
 
 from __future__ import annotations
 
+import codecs
 import os
 
 from magi_code.context import frontmatter
@@ -175,8 +176,6 @@ def load_body(skill: Skill) -> tuple[str, bool]:
     with open(skill.file, "rb") as handle:
         data = handle.read(SKILL_BODY_BYTES + 1)
     cut = len(data) > SKILL_BODY_BYTES
-    import codecs
-
     text = codecs.getincrementaldecoder("utf-8")().decode(data[:SKILL_BODY_BYTES], final=not cut)
     _, body = frontmatter.split(text)
     return body.strip(), cut
