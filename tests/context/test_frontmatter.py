@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from magi_code.context.frontmatter import FrontMatterError, parse, read_head, split
+from magi_code.context.frontmatter import FIRST_READ, FrontMatterError, parse, read_head, split
 from magi_code.limits import FRONT_MATTER_BYTES
 
 
@@ -96,3 +96,11 @@ def test_read_head_without_front_matter_or_closing(tmp_path: Path) -> None:
     assert read_head(str(path)) == ({"k": "v"}, len("---\nk: v\n---"))
     path.write_bytes(b"---\r\nk: v\r\n---\r\nbody")
     assert read_head(str(path)) == ({"k": "v"}, len(b"---\r\nk: v\r\n---\r\n"))
+
+
+@pytest.mark.parametrize("size", range(FIRST_READ - 8, FIRST_READ + 8))
+def test_read_head_across_the_first_read(tmp_path: Path, size: int) -> None:
+    path = tmp_path / "SKILL.md"
+    filler = "v" * (size - len("---\nk: \n---"))
+    path.write_text(f"---\nk: {filler}\n---\nbody\n")
+    assert read_head(str(path)) == ({"k": filler}, size + 1)

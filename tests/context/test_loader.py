@@ -288,3 +288,17 @@ def test_profile_body_cut_is_a_notice(tmp_path: Path) -> None:
         f"{path}: profile body larger than {INSTRUCTION_FILE_BYTES} bytes; cut to its first "
         f"{INSTRUCTION_FILE_BYTES}"
     ]
+
+
+def test_a_linked_skill_folder_keeps_its_name_and_reads_where_it_lands(tmp_path: Path) -> None:
+    home, elsewhere = tmp_path / "home", tmp_path / "src"
+    target = skill(elsewhere, "pdf")
+    (home / "skills").mkdir(parents=True)
+    (home / "skills" / "pdf").symlink_to(target)
+    (home / "skills" / "renamed").symlink_to(target)
+    context = load(home, tmp_path)
+    assert [(s.name, s.directory) for s in context.skills] == [("pdf", str(target.resolve()))]
+    assert context.notices == [
+        f"{home / 'skills' / 'renamed' / 'SKILL.md'}: skill skipped: name does not match the "
+        "folder name"
+    ]

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     Value = str | list[str] | dict[str, str]
 
 FENCE = "---"
+FIRST_READ = 1024  # most front matter fits: one small read per file at startup, not the bound
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
 _REFUSED_STARTS = ("|", ">", "&", "*", "{", "!")
 
@@ -120,7 +121,9 @@ def read_head(path: str) -> tuple[dict[str, Value] | None, int]:
     body. Reads at most FRONT_MATTER_BYTES + 1 bytes. OSError, UnicodeDecodeError and
     FrontMatterError pass to the caller, who names the file in a notice."""
     with open(path, "rb") as handle:
-        head = handle.read(FRONT_MATTER_BYTES + 1)
+        head = handle.read(FIRST_READ)
+        if len(head) == FIRST_READ and b"\n---\n" not in head and b"\n---\r\n" not in head:
+            head += handle.read(FRONT_MATTER_BYTES + 1 - FIRST_READ)
     if not head.startswith(b"---\n") and not head.startswith(b"---\r\n"):
         return None, 0
     end, fence = head.find(b"\n---\n"), 5

@@ -73,8 +73,10 @@ def valid_name(name: str) -> bool:
     )
 
 
-def read_skill(directory: str, scope: str) -> Skill:
-    """The skill in `directory` from its front matter; InvalidSkill says what is wrong."""
+def read_skill(directory: str, scope: str, folder: str | None = None) -> Skill:
+    """The skill in `directory` (canonical) from its front matter; InvalidSkill says what is
+    wrong. `folder` is the name it has in its scope (a link's own name), by default the
+    directory's."""
     try:
         fields, _ = frontmatter.read_head(os.path.join(directory, SKILL_FILE))
     except FileNotFoundError:
@@ -92,7 +94,7 @@ def read_skill(directory: str, scope: str) -> Skill:
         raise InvalidSkill(
             f"name must be 1-{SKILL_NAME_CHARS} lowercase letters, digits and single hyphens"
         )
-    if name != os.path.basename(directory):
+    if name != (folder or os.path.basename(directory)):
         raise InvalidSkill("name does not match the folder name")
     if not isinstance(description, str) or not description.strip():
         raise InvalidSkill("description is missing")
@@ -102,14 +104,19 @@ def read_skill(directory: str, scope: str) -> Skill:
     if isinstance(tools, dict):
         raise InvalidSkill("allowed-tools must be a string or a list")
     allowed = tuple(tools.split() if isinstance(tools, str) else tools)
-    return Skill(name, description.strip(), allowed, os.path.realpath(directory), scope)
+    return Skill(name, description.strip(), allowed, directory, scope)
 
 
 def scan(base: str, scope: str, notices: list[str]) -> dict[str, Skill]:
     """Every valid skill under `base` (absent is empty), by name."""
+    canonical_base = os.path.realpath(base)  # once: resolving every folder costs milliseconds
     try:
-        with os.scandir(base) as entries:
-            folders = sorted(e.path for e in entries if e.is_dir())
+        with os.scandir(canonical_base) as entries:
+            folders = sorted(
+                (e.name, os.path.realpath(e.path) if e.is_symlink() else e.path)
+                for e in entries
+                if e.is_dir()
+            )
     except (FileNotFoundError, NotADirectoryError):
         return {}
     except OSError:
@@ -119,11 +126,12 @@ def scan(base: str, scope: str, notices: list[str]) -> dict[str, Skill]:
         notices.append(f"{base}: more than {SKILLS_SCANNED} skill folders; the rest are ignored")
         folders = folders[:SKILLS_SCANNED]
     found: dict[str, Skill] = {}
-    for folder in folders:
+    for name, folder in folders:
         try:
-            skill = read_skill(folder, scope)
+            skill = read_skill(folder, scope, name)
         except InvalidSkill as exc:
-            notices.append(f"{os.path.join(folder, SKILL_FILE)}: skill skipped: {exc}")
+            shown = os.path.join(canonical_base, name, SKILL_FILE)
+            notices.append(f"{shown}: skill skipped: {exc}")
             continue
         found[skill.name] = skill
     return found
