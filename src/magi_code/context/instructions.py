@@ -124,9 +124,10 @@ class Collector:
 
 def collect(
     profile: Source, home: str, cwd: str, extra: list[tuple[str, str]], notices: list[str]
-) -> list[Source]:
-    """Every instruction source in order. `extra` holds (base directory, path) pairs from
-    the `instructions` setting; `profile` is the selected profile's body."""
+) -> Collector:
+    """Every instruction file in order, after the selected profile's body; the caller may add
+    more under the same total bound. `extra` holds (base directory, path) pairs from the
+    `instructions` setting."""
     collector = Collector(notices)
     collector.add_text(profile.kind, profile.origin, profile.text)
     for kind, path in agents_files(home, cwd):
@@ -135,7 +136,7 @@ def collect(
         collector.add_file(
             "setting", os.path.join(base, os.path.expanduser(path)), missing_is_notice=True
         )
-    return collector.sources
+    return collector
 
 
 def told(sources: list[Source]) -> str:

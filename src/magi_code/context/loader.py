@@ -66,20 +66,15 @@ def load(
             f"{profile.origin}: profile body larger than {INSTRUCTION_FILE_BYTES} bytes; cut to "
             f"its first {INSTRUCTION_FILE_BYTES}"
         )
-    told = instructions.collect(
+    collector = instructions.collect(
         Source("profile", profile.origin, body), home, cwd, extra_paths(conf, home, cwd), notices
     )
     enabled: list[skills.Skill] = []
     if offers(profile, SKILL_TOOL):
         enabled = skills.discover(home, root, trusted, disabled_names(conf, "skills"), notices)
-    listing = skills.listing(enabled, notices)
-    if listing:
-        collector = instructions.Collector(notices)
-        collector.used = sum(len(s.text.encode()) for s in told)
-        collector.add_text("skills", "skill listing", listing)
-        told += collector.sources
+    collector.add_text("skills", "skill listing", skills.listing(enabled, notices))
     found.subagents()  # read now, so that the snapshot and its notices are complete
-    return Context(profile, told, enabled, found, root, notices)
+    return Context(profile, collector.sources, enabled, found, root, notices)
 
 
 def offers(profile: profiles.Profile, tool: str) -> bool:
