@@ -65,3 +65,4 @@ SKILL_BODY_BYTES = 64 * 1024  # one SKILL.md as the skill tool returns it
 SKILL_RESOURCES_LISTED = 100  # resource files the skill tool names
 SKILLS_SCANNED = 1000  # skill folders looked at in one scope
 PROFILES_SCANNED = 1000  # profile files looked at in one scope
+PROFILE_NAME_CHARS = 64  # agent profile names, like skill names

@@ -9,7 +9,12 @@ import pytest
 from magi_code.config import settings
 from magi_code.context import loader
 from magi_code.context.profiles import ProfileError
-from magi_code.limits import INSTRUCTION_FILE_BYTES, INSTRUCTIONS_TOTAL_BYTES, SKILLS_LISTED
+from magi_code.limits import (
+    INSTRUCTION_FILE_BYTES,
+    INSTRUCTIONS_TOTAL_BYTES,
+    PROFILE_NAME_CHARS,
+    SKILLS_LISTED,
+)
 
 from .files import profile, skill
 
@@ -302,3 +307,12 @@ def test_a_linked_skill_folder_keeps_its_name_and_reads_where_it_lands(tmp_path:
         f"{home / 'skills' / 'renamed' / 'SKILL.md'}: skill skipped: name does not match the "
         "folder name"
     ]
+
+
+def test_profile_name_bound(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    for name in ("p" * PROFILE_NAME_CHARS, "p" * (PROFILE_NAME_CHARS + 1)):
+        profile(home, name, "mode: primary")
+    assert load(home, tmp_path, agent="p" * PROFILE_NAME_CHARS).profile.origin.endswith(".md")
+    with pytest.raises(ProfileError):
+        load(home, tmp_path, agent="p" * (PROFILE_NAME_CHARS + 1))

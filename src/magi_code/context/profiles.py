@@ -25,9 +25,8 @@ import codecs
 import os
 
 from magi_code.context import frontmatter
-from magi_code.limits import INSTRUCTION_FILE_BYTES, PROFILES_SCANNED
+from magi_code.limits import INSTRUCTION_FILE_BYTES, PROFILE_NAME_CHARS, PROFILES_SCANNED
 
-PROFILE_NAME_CHARS = 64
 MODES = ("primary", "subagent", "all")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 _FIELDS = frozenset(
