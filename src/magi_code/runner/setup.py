@@ -60,8 +60,7 @@ def turn_setup(
     if admitted.mcp is not None:
         tools |= admitted.mcp.tools()
     policy = Policy.from_settings(admitted.settings.get("permissions"))
-    if admitted.context is not None:
-        tools, policy = context_tools(admitted.context, tools, policy)
+    tools, policy = context_tools(admitted.context, tools, policy)
     return TurnSetup(
         session_id=session_id,
         run_id=run_id,

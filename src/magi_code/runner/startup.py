@@ -66,8 +66,8 @@ class Admitted:
         instructions: str,
         context_id: str,
         env: Mapping[str, str],
+        context: Context,  # the profile, instruction sources, skills and notices
         mcp: McpManager | None = None,  # connected MCP servers, None when none is enabled
-        context: Context | None = None,  # profile, instruction sources, skills, notices
     ) -> None:
         self.paths, self.cwd, self.settings = paths, cwd, settings
         self.provider, self.model, self.thinking = provider, model, thinking
@@ -77,7 +77,7 @@ class Admitted:
     @property
     def notices(self) -> list[str]:
         """Startup notices for faces to show: context files skipped, cut or shadowed."""
-        return [] if self.context is None else self.context.notices
+        return self.context.notices
 
 
 def context_id(cwd: str, roots: list[str]) -> str:
