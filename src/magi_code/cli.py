@@ -67,12 +67,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def agent_option(args: list[str]) -> tuple[str | None, list[str]]:
-    """`--agent NAME` (or `--agent=NAME`) taken out of `args`, once; its name checked later."""
-    for index, word in enumerate(args):
+    """`--agent NAME` (or `--agent=NAME`) taken out of `args`, once; its name checked later.
+    The text after `--prompt` is the prompt, never an option."""
+    index = 0
+    while index < len(args):
+        word = args[index]
         if word == "--agent" and index + 1 < len(args):
             return args[index + 1], args[:index] + args[index + 2 :]
         if word.startswith("--agent="):
             return word.partition("=")[2], args[:index] + args[index + 1 :]
+        index += 2 if word == "--prompt" else 1
     return None, args
 
 
