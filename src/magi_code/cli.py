@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 USAGE = """usage:
   magi-code                      Mission Control (needs a terminal)
   magi-code --prompt TEXT        run one prompt (needs a terminal)
+  magi-code --agent NAME [--prompt TEXT]   the same with agent profile NAME
+  magi-code context [--agent NAME]         what the model is told, redacted, with sources
   magi-code serve --stdio        the local-agent protocol over inherited pipes
   magi-code login | logout | models [--refresh] [--json]
   magi-code mcp digest NAME      the digest to add to the global mcp.approved list
@@ -50,13 +52,32 @@ def main(argv: list[str] | None = None) -> int:
         return sessions_command(args[1:])
     if len(args) == 3 and args[:2] == ["mcp", "digest"]:
         return mcp_digest(args[2])
+    agent, args = agent_option(args)
+    if agent == "":
+        return refuse("--agent needs a profile name")
+    if args == ["context"]:
+        return context_command(agent)
     if args == [] or (len(args) == 2 and args[0] == "--prompt"):
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
             return refuse("Mission Control and --prompt need a terminal; use serve --stdio")
         from magi_code.mission_control.console import run
 
-        return run(args[1] if args else None)
+        return run(args[1] if args else None, agent)
     return refuse("unknown arguments")
+
+
+def agent_option(args: list[str]) -> tuple[str | None, list[str]]:
+    """`--agent NAME` (or `--agent=NAME`) taken out of `args`, once; its name checked later.
+    The text after `--prompt` is the prompt, never an option."""
+    index = 0
+    while index < len(args):
+        word = args[index]
+        if word == "--agent" and index + 1 < len(args):
+            return args[index + 1], args[:index] + args[index + 2 :]
+        if word.startswith("--agent="):
+            return word.partition("=")[2], args[:index] + args[index + 1 :]
+        index += 2 if word == "--prompt" else 1
+    return None, args
 
 
 def serve(rest: list[str]) -> int:
@@ -69,6 +90,31 @@ def serve(rest: list[str]) -> int:
     from magi_code.local_agent.main import run
 
     return run()
+
+
+def context_command(agent: str | None) -> int:
+    """Print what the model would be told here, redacted, with its sources; writes nothing."""
+    from magi_code.config import paths, settings
+    from magi_code.context import loader, profiles
+    from magi_code.context.show import render
+    from magi_code.runner.startup import workspace_trusted
+    from magi_code.tools.builtin import builtin_tools
+
+    home = os.path.realpath(paths.resolve_home(os.environ))
+    cwd = os.path.realpath(os.getcwd())
+    try:
+        conf = settings.load(paths.Paths(home).settings, paths.project_settings(cwd))
+        trusted = workspace_trusted(conf, cwd)
+        context = loader.load(home, cwd, conf, agent=agent, trusted=trusted)
+    except (settings.SettingsError, loader.ContextSettingsError):
+        return refuse("the settings are not valid")
+    except profiles.ProfileError as exc:
+        print(f"magi-code: profile_invalid: {exc}", file=sys.stderr)
+        return 1
+    names = [*builtin_tools(), *([loader.SKILL_TOOL] if context.skills else [])]
+    tools = [name for name in names if loader.offers(context.profile, name)]
+    print(render(context, trusted=trusted, tools=tools))
+    return 0
 
 
 def mcp_digest(name: str) -> int:

@@ -52,3 +52,17 @@ ERROR_BODY_BYTES = 64 * 1024
 ERROR_BODY_DEADLINE_S = 10.0
 STREAM_INACTIVITY_S = 180.0
 DISCOVERY_CACHE_S = 24 * 60 * 60
+
+# Context: what the model is told (instructions, skills, agent profiles)
+INSTRUCTION_FILE_BYTES = 64 * 1024  # one instruction file (AGENTS.md, profile body, extra path)
+INSTRUCTIONS_TOTAL_BYTES = 256 * 1024  # every instruction source together
+FRONT_MATTER_BYTES = 8 * 1024  # the front matter of one SKILL.md or profile, read at startup
+SKILL_NAME_CHARS = 64  # Agent Skills spec
+SKILL_DESCRIPTION_CHARS = 1024  # Agent Skills spec
+SKILLS_LISTED = 200  # skills whose names and descriptions the model is shown
+SKILL_LISTING_BYTES = 64 * 1024  # the whole listing of skills in the instructions
+SKILL_BODY_BYTES = 64 * 1024  # one SKILL.md as the skill tool returns it
+SKILL_RESOURCES_LISTED = 100  # resource files the skill tool names
+SKILLS_SCANNED = 1000  # skill folders looked at in one scope
+PROFILES_SCANNED = 1000  # profile files looked at in one scope
+PROFILE_NAME_CHARS = 64  # agent profile names, like skill names

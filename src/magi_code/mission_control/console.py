@@ -97,12 +97,15 @@ class Console:
             broker.answer(approval_id, line.strip().lower() in ("y", "yes"))
 
 
-async def main_async(prompt: str | None) -> int:
+async def main_async(prompt: str | None, agent: str | None = None) -> int:
     try:
-        admitted = admit(os.getcwd(), dict(os.environ))
+        admitted = admit(os.getcwd(), dict(os.environ), agent=agent)
     except StartupError as failed:
-        print(f"magi-code: startup failed: {failed.code}", file=sys.stderr)
+        detail = f" ({failed.detail})" if failed.detail else ""
+        print(f"magi-code: startup failed: {failed.code}{detail}", file=sys.stderr)
         return 1
+    for notice in admitted.notices:
+        print(f"magi-code: {notice}", file=sys.stderr)
     pruned = auto_prune(admitted.paths.home, admitted.settings, time.time_ns())
     if pruned:
         print(f"magi-code: removed {len(pruned)} expired sessions", file=sys.stderr)
@@ -127,5 +130,5 @@ async def main_async(prompt: str | None) -> int:
         attachment.close()
 
 
-def run(prompt: str | None) -> int:
-    return anyio.run(main_async, prompt)
+def run(prompt: str | None, agent: str | None = None) -> int:
+    return anyio.run(main_async, prompt, agent)

@@ -1,14 +1,19 @@
 """Everything one run needs from the admitted snapshot: provider, tools, policy, prompt."""
 
 from pathlib import Path
+from typing import Any
 
+from magi_code.context.loader import Context, offers
 from magi_code.providers.base import Provider
 from magi_code.runner import compaction
 from magi_code.runner.startup import Admitted
 from magi_code.runner.turn import TurnSetup
 from magi_code.tools.approvals import ApprovalBroker
+from magi_code.tools.base import Tool
 from magi_code.tools.builtin import builtin_tools
+from magi_code.tools.narrowing import narrowed, with_skill_reads
 from magi_code.tools.policy import Policy
+from magi_code.tools.skill import SkillTool
 
 Selection = tuple[str | None, str | None, str | None]  # provider, model, thinking
 SECRET_NAME_PARTS = ("API_KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
@@ -54,6 +59,8 @@ def turn_setup(
     tools = builtin_tools()
     if admitted.mcp is not None:
         tools |= admitted.mcp.tools()
+    policy = Policy.from_settings(admitted.settings.get("permissions"))
+    tools, policy = context_tools(admitted.context, tools, policy)
     return TurnSetup(
         session_id=session_id,
         run_id=run_id,
@@ -62,12 +69,25 @@ def turn_setup(
         thinking=thinking,
         provider=make_provider(admitted, provider_id),
         tools=tools,
-        policy=Policy.from_settings(admitted.settings.get("permissions")),
+        policy=policy,
         workspace=Path(admitted.cwd),
         env=tool_env(admitted),
         approvals=approvals,
         context_window=context_window(admitted.settings["providers"][provider_id]),
     )
+
+
+def context_tools(
+    context: Context, tools: dict[str, Tool[Any]], policy: Policy
+) -> tuple[dict[str, Tool[Any]], Policy]:
+    """The selected profile's view: the skill tool when skills exist, only the tools its
+    allow-list names, and its permission rules narrowing the global policy."""
+    if context.skills:
+        skill = SkillTool(context.skills)
+        tools = {**tools, skill.name: skill}
+        policy = with_skill_reads(policy, (s.directory for s in context.skills), skill.name)
+    offered = {name: tool for name, tool in tools.items() if offers(context.profile, name)}
+    return offered, narrowed(policy, context.profile.permissions)
 
 
 def context_window(conf: dict[str, object]) -> int:

@@ -17,7 +17,7 @@ import os
 from collections.abc import Mapping
 
 from magi_code.config import paths, settings
-from magi_code.context import instructions
+from magi_code.context import loader, profiles
 from magi_code.limits import NAME_BYTES
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
@@ -25,19 +25,23 @@ if TYPE_CHECKING:
     import threading
     from typing import Any
 
+    from magi_code.context.loader import Context
     from magi_code.mcp.manager import McpManager
 
 
 class StartupError(Exception):
-    def __init__(self, code: str) -> None:
+    """`code` goes on the wire; `detail`, a precise message for a terminal, never does."""
+
+    def __init__(self, code: str, detail: str | None = None) -> None:
         super().__init__(code)
-        self.code = code
+        self.code, self.detail = code, detail
 
 
 class Admitted:
     """The one configuration snapshot of a process (read-only by convention)."""
 
     __slots__ = (
+        "context",
         "context_id",
         "cwd",
         "env",
@@ -62,11 +66,18 @@ class Admitted:
         instructions: str,
         context_id: str,
         env: Mapping[str, str],
+        context: Context,  # the profile, instruction sources, skills and notices
         mcp: McpManager | None = None,  # connected MCP servers, None when none is enabled
     ) -> None:
         self.paths, self.cwd, self.settings = paths, cwd, settings
         self.provider, self.model, self.thinking = provider, model, thinking
         self.instructions, self.context_id, self.env, self.mcp = instructions, context_id, env, mcp
+        self.context = context
+
+    @property
+    def notices(self) -> list[str]:
+        """Startup notices for faces to show: context files skipped, cut or shadowed."""
+        return self.context.notices
 
 
 def context_id(cwd: str, roots: list[str]) -> str:
@@ -86,7 +97,13 @@ def safe_name(name: str | None) -> str | None:
     return None if looks_secret(name) else name
 
 
-def admit(cwd: str, env: Mapping[str, str], cancel: threading.Event | None = None) -> Admitted:
+def admit(
+    cwd: str,
+    env: Mapping[str, str],
+    cancel: threading.Event | None = None,
+    *,
+    agent: str | None = None,  # --agent: the primary profile, over the `agent` setting
+) -> Admitted:
     """The admitted snapshot; `cancel` (set by shutdown) stops a pending MCP startup."""
     home = paths.resolve_home(env)
     try:
@@ -96,13 +113,12 @@ def admit(cwd: str, env: Mapping[str, str], cancel: threading.Event | None = Non
     canonical_cwd = os.path.realpath(cwd)
     try:
         conf = settings.load(where.settings, paths.project_settings(canonical_cwd))
-        profile = instructions.load_profile(conf["agent"], where.home, canonical_cwd)
-        told = instructions.assemble(
-            profile, where.home, canonical_cwd, conf.get("instructions", [])
-        )
-    except instructions.ProfileError as exc:
-        raise StartupError("profile_invalid") from exc
-    except (settings.SettingsError, instructions.InstructionsError) as exc:
+        trusted = workspace_trusted(conf, canonical_cwd)
+        context = loader.load(where.home, canonical_cwd, conf, agent=agent, trusted=trusted)
+        conf = loader.with_profile_selection(conf, context.profile)
+    except profiles.ProfileError as exc:
+        raise StartupError("profile_invalid", str(exc)) from exc
+    except (settings.SettingsError, loader.ContextSettingsError) as exc:
         raise StartupError("configuration_invalid") from exc
     check_mcp(conf)
     check_permissions(conf)
@@ -115,11 +131,30 @@ def admit(cwd: str, env: Mapping[str, str], cancel: threading.Event | None = Non
         provider=conf["provider"],
         model=conf["model"],
         thinking=conf.get("thinking"),
-        instructions=told,
+        instructions=context.instructions,
         context_id=context_id(canonical_cwd, [where.home]),
         env=env,
         mcp=manager,
+        context=context,
     )
+
+
+def workspace_trusted(conf: Mapping[str, Any], cwd: str) -> bool:
+    """STAND-IN until the trust work lands (replace with its config-level function): the
+    canonical cwd or an ancestor is listed in the global `[permissions] trusted_projects`
+    (`settings.load` keeps that key from global settings only)."""
+    table = conf.get("permissions")
+    listed = table.get("trusted_projects", []) if isinstance(table, Mapping) else []
+    if not isinstance(listed, list):
+        return False
+    trusted = {os.path.realpath(os.path.expanduser(p)) for p in listed if isinstance(p, str)}
+    here = cwd
+    while here not in trusted:
+        parent = os.path.dirname(here)
+        if parent == here:
+            return False
+        here = parent
+    return True
 
 
 def check_mcp(conf: Mapping[str, Any]) -> None:

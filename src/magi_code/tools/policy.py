@@ -33,7 +33,9 @@ DECISIONS: tuple[Decision, ...] = ("allow", "ask", "deny")  # in order of strict
 
 _OPERATORS = re.compile(r"[;&|`<>\n\r]|\$\(")
 _WILDCARDS = re.compile(r"[*?\[]")
-_TOP_KEYS = frozenset({"default_read", "default_write", "default_shell", "rules"})
+_TOP_KEYS = frozenset(
+    {"default_read", "default_write", "default_shell", "rules", "trusted_projects"}
+)
 _RULE_KEYS = frozenset({"tool", "decision", "command", "path"})
 
 
