@@ -52,3 +52,6 @@ ERROR_BODY_BYTES = 64 * 1024
 ERROR_BODY_DEADLINE_S = 10.0
 STREAM_INACTIVITY_S = 180.0
 DISCOVERY_CACHE_S = 24 * 60 * 60
+
+# Settings files: tables and arrays nested deeper than this are refused (configuration_invalid)
+SETTINGS_DEPTH = 32

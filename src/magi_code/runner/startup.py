@@ -6,7 +6,11 @@ credentials, checks provider readiness and connects the enabled, globally approv
 (last, once everything else passed). It never performs a network request of its own. Its
 result, `Admitted`, is the one configuration snapshot a process uses; settings changes need a
 restart. Whoever receives an `Admitted` owns its `mcp` manager and closes it at teardown.
-Failures are `StartupError` with one of the protocol's startup codes.
+Failures are `StartupError` with one of the protocol's startup codes. Folder trust decides
+what the project file may set (config/trust.py): `trusted` says the verdict, `dropped` the
+project keys that were ignored (a face may warn; the local agent says nothing), and
+`credential_providers` the provider tables, from defaults, presets and global settings only,
+that say where each provider's credential may be sent.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import json
 import os
 from collections.abc import Mapping
 
-from magi_code.config import paths, settings
+from magi_code.config import paths, settings, trust
 from magi_code.context import instructions
 from magi_code.limits import NAME_BYTES
 
@@ -39,7 +43,9 @@ class Admitted:
 
     __slots__ = (
         "context_id",
+        "credential_providers",
         "cwd",
+        "dropped",
         "env",
         "instructions",
         "mcp",
@@ -48,6 +54,7 @@ class Admitted:
         "provider",
         "settings",
         "thinking",
+        "trusted",
     )
 
     def __init__(
@@ -63,10 +70,15 @@ class Admitted:
         context_id: str,
         env: Mapping[str, str],
         mcp: McpManager | None = None,  # connected MCP servers, None when none is enabled
+        trusted: bool = False,  # the workspace is trusted (config/trust.py)
+        dropped: tuple[trust.Dropped, ...] = (),
+        credential_providers: Mapping[str, Any] | None = None,  # None: no credentials at all
     ) -> None:
         self.paths, self.cwd, self.settings = paths, cwd, settings
         self.provider, self.model, self.thinking = provider, model, thinking
         self.instructions, self.context_id, self.env, self.mcp = instructions, context_id, env, mcp
+        self.trusted, self.dropped = trusted, dropped
+        self.credential_providers = credential_providers or {}
 
 
 def context_id(cwd: str, roots: list[str]) -> str:
@@ -95,7 +107,8 @@ def admit(cwd: str, env: Mapping[str, str], cancel: threading.Event | None = Non
         raise StartupError("startup_failed") from exc
     canonical_cwd = os.path.realpath(cwd)
     try:
-        conf = settings.load(where.settings, paths.project_settings(canonical_cwd))
+        loaded = settings.load_layers(where.settings, paths.project_settings(canonical_cwd))
+        conf = loaded.settings
         profile = instructions.load_profile(conf["agent"], where.home, canonical_cwd)
         told = instructions.assemble(
             profile, where.home, canonical_cwd, conf.get("instructions", [])
@@ -106,7 +119,8 @@ def admit(cwd: str, env: Mapping[str, str], cancel: threading.Event | None = Non
         raise StartupError("configuration_invalid") from exc
     check_mcp(conf)
     check_permissions(conf)
-    check_provider(conf, where, env)
+    credential_providers = loaded.base["providers"]
+    check_provider(conf, where, env, credential_providers)
     manager = start_mcp(conf, env, canonical_cwd, cancel)
     return Admitted(
         paths=where,
@@ -119,6 +133,9 @@ def admit(cwd: str, env: Mapping[str, str], cancel: threading.Event | None = Non
         context_id=context_id(canonical_cwd, [where.home]),
         env=env,
         mcp=manager,
+        trusted=loaded.trusted,
+        dropped=tuple(loaded.dropped),
+        credential_providers=credential_providers,
     )
 
 
@@ -177,7 +194,12 @@ def check_permissions(conf: Mapping[str, Any]) -> None:
         raise StartupError("configuration_invalid") from exc
 
 
-def check_provider(conf: Mapping[str, Any], where: paths.Paths, env: Mapping[str, str]) -> None:
+def check_provider(
+    conf: Mapping[str, Any],
+    where: paths.Paths,
+    env: Mapping[str, str],
+    credential_providers: Mapping[str, Any],
+) -> None:
     provider_conf = conf["providers"][conf["provider"]]
     if provider_conf.get("wire_api") == "fixture":
         return
@@ -187,7 +209,11 @@ def check_provider(conf: Mapping[str, Any], where: paths.Paths, env: Mapping[str
     from magi_code.providers import registry
 
     code = registry.check_readiness(
-        conf["provider"], provider_conf, CredentialStore(Path(where.home)), env
+        conf["provider"],
+        provider_conf,
+        CredentialStore(Path(where.home)),
+        env,
+        sent_to=credential_providers.get(conf["provider"]),
     )
     if code is not None:
         raise StartupError(code)
