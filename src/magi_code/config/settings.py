@@ -109,7 +109,10 @@ def load_layers(global_file: str, project_file: str) -> Loaded:
     base = load_global(global_file, global_settings)
     workspace = os.path.dirname(os.path.dirname(project_file))
     trusted = trust.is_trusted(workspace, global_settings)
-    project, dropped = trust.admit_project(read_toml(project_file), base, trusted, project_file)
+    # In the folder that holds MC_HOME (cwd = ~), the "project" file is the global one.
+    is_global = os.path.realpath(project_file) == os.path.realpath(global_file)
+    raw = {} if is_global else read_toml(project_file)
+    project, dropped = trust.admit_project(raw, base, trusted, project_file)
     settings = merge(base, project)
     validate(settings)
     return Loaded(settings, base, trusted, dropped)

@@ -127,9 +127,12 @@ def trusted_for(cwd: str, global_file: str) -> bool:
         return False
 
 
-def project_definitions(cwd: str) -> list[str]:
-    """The trust-relevant project files and folders present in `cwd` (read here)."""
+def project_definitions(cwd: str, mc_home: str) -> list[str]:
+    """The trust-relevant project files and folders present in `cwd` (read here); none where
+    `<cwd>/.magi-code` is MC_HOME itself (cwd = ~): those are the user's own."""
     base = os.path.join(cwd, ".magi-code")
+    if os.path.realpath(base) == os.path.realpath(mc_home):
+        return []
     found = [os.path.join(base, name) for name in PROJECT_LOCATIONS]
     return [path for path in found if os.path.lexists(path)]
 
