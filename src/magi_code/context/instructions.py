@@ -34,12 +34,14 @@ def read_optional(path: str) -> str | None:
         raise InstructionsError("unreadable instructions") from exc
 
 
-def load_profile(name: str, home: str, cwd: str) -> str:
+def load_profile(name: str, home: str, cwd: str, trusted: bool = True) -> str:
+    """The profile's text; the project's own profiles count only in a trusted folder."""
     if name == "default":
         return DEFAULT_PROFILE
     if not name.replace("-", "").replace("_", "").isalnum():
         raise ProfileError("invalid agent name")
-    for directory in (os.path.join(cwd, ".magi-code", "agents"), os.path.join(home, "agents")):
+    project = [os.path.join(cwd, ".magi-code", "agents")] if trusted else []
+    for directory in (*project, os.path.join(home, "agents")):
         try:
             text = read_optional(os.path.join(directory, f"{name}.md"))
         except InstructionsError as exc:

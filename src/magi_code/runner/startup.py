@@ -109,7 +109,9 @@ def admit(cwd: str, env: Mapping[str, str], cancel: threading.Event | None = Non
     try:
         loaded = settings.load_layers(where.settings, paths.project_settings(canonical_cwd))
         conf = loaded.settings
-        profile = instructions.load_profile(conf["agent"], where.home, canonical_cwd)
+        profile = instructions.load_profile(
+            conf["agent"], where.home, canonical_cwd, loaded.trusted
+        )
         told = instructions.assemble(
             profile, where.home, canonical_cwd, conf.get("instructions", [])
         )
