@@ -95,7 +95,7 @@ def test_models_names_each_dropped_key_and_its_file(tmp_path: Path) -> None:
     warnings = [line for line in done.stderr.splitlines() if "ignored" in line]
     assert warnings == [
         f"magi-code: ignored permissions.default_shell from {project} (this folder is not trusted)",
-        f"magi-code: ignored mcp.approved from {project} (this folder is not trusted)",
+        f"magi-code: ignored mcp.approved from {project} (only global settings may)",
     ]
 
 

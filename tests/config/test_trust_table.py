@@ -109,6 +109,8 @@ def test_every_key_from_each_place(
         assert loaded.trusted is is_trusted
         file = str(tmp_path / "ws" / ".magi-code" / "settings.toml")
         named = trust.Dropped(key, file) in loaded.dropped
+        for dropped in loaded.dropped:  # trusting the folder helps exactly the trusted-only keys
+            assert dropped.needs_trust is (not is_trusted and trusted == KEPT), key
         landed = value_at(loaded.settings, where) == wanted
         assert (named, landed) == (expected == DROPPED, expected == KEPT), (is_trusted, key)
     if key in ("permissions.trusted_projects", "mcp.approved"):

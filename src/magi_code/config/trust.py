@@ -76,12 +76,13 @@ PROJECT_LOCATIONS = ("settings.toml", "agents", "skills", "hooks", "mcp.json")
 
 
 class Dropped:
-    """One key a project file set and may not: its dotted name and the file's path."""
+    """One key a project file set and may not: its dotted name, the file's path, and whether
+    trusting the folder would let it through."""
 
-    __slots__ = ("file", "key")
+    __slots__ = ("file", "key", "needs_trust")
 
-    def __init__(self, key: str, file: str) -> None:
-        self.key, self.file = key, file
+    def __init__(self, key: str, file: str, needs_trust: bool = True) -> None:
+        self.key, self.file, self.needs_trust = key, file, needs_trust
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Dropped) and (self.key, self.file) == (other.key, other.file)
@@ -90,7 +91,8 @@ class Dropped:
         return f"Dropped({self.key!r}, {self.file!r})"
 
     def warning(self) -> str:
-        return f"ignored {self.key} from {self.file} (this folder is not trusted)"
+        why = "this folder is not trusted" if self.needs_trust else "only global settings may"
+        return f"ignored {self.key} from {self.file} ({why})"
 
 
 def trusted_paths(global_settings: Mapping[str, Any]) -> list[str]:
@@ -159,7 +161,11 @@ def admit_project(
     if selected is not None and selected not in _provider_ids(base, kept):
         del kept["provider"]
         dropped.append("provider")
-    return kept, [Dropped(key, file) for key in dropped]
+    if trusted:
+        never = set(dropped)
+    else:  # what trusting the folder would still drop
+        never = {d.key for d in admit_project(project, base, True, file)[1]}
+    return kept, [Dropped(key, file, key not in never) for key in dropped]
 
 
 def _allowed(rule: str, trusted: bool) -> bool:
