@@ -133,3 +133,28 @@ def test_deep_settings_fail_initialize_as_configuration_invalid(
     with LocalAgentClient.spawn(cwd=work, env=environment(home)) as child:
         frame = child.wait(child.send("initialize", {"required_capabilities": ["status"]}))
         assert frame["error"]["code"] == "configuration_invalid", json.dumps(frame)[:200]
+
+
+def test_models_sends_no_credential_to_a_project_provider(tmp_path: Path) -> None:
+    from magi_code.config.credentials import CredentialStore
+    from providers.local_server import LocalServer, Reply
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    (work / ".magi-code").mkdir(parents=True)
+    home.mkdir()
+    with LocalServer() as server:
+        listing = Reply.json({"data": [{"id": "m1"}]})
+        server.script("/v1/models", listing, listing)
+        table = f'wire_api = "openai-chat"\nbase_url = "{server.url}/v1"\ndiscover = true\n'
+        (home / "settings.toml").write_text(
+            f'[permissions]\ntrusted_projects = ["{work}"]\n[providers.mine]\n{table}'
+        )
+        (work / ".magi-code" / "settings.toml").write_text(f"[providers.theirs]\n{table}")
+        store = CredentialStore(home)
+        store.set_api_key("mine", SECRET)
+        store.set_api_key("theirs", SECRET)  # a key stored under the project's name
+        done = cli(["models", "--refresh", "--json"], home, work)
+        assert done.returncode == 0, done.stderr
+        assert {c["provider"] for c in json.loads(done.stdout)["models"]} >= {"mine", "theirs"}
+        auth = sorted(seen.headers.get("authorization", "-") for seen in server.requests)
+        assert auth == ["-", f"Bearer {SECRET}"]
