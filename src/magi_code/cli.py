@@ -108,8 +108,8 @@ def provider_command(name: str, rest: list[str]) -> int:
         return commands.logout(rest, Path(home))
     try:
         if name == "login":  # a credential only for what the global settings or presets define
-            known = settings.load_global(paths.Paths(home).settings)["providers"]
-            return commands.login(rest, Path(home), known)
+            known = settings.base_layers(settings.read_toml(paths.Paths(home).settings))
+            return commands.login(rest, Path(home), known["providers"])
         loaded = settings.load_layers(
             paths.Paths(home).settings, paths.project_settings(os.getcwd())
         )

@@ -19,6 +19,8 @@ TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initializ
 if TYPE_CHECKING:
     from typing import Any
 
+    from magi_code.config.trust import Dropped
+
 DEFAULTS: dict[str, Any] = {
     "provider": "fixture",
     "model": "fixture-model",
@@ -48,7 +50,7 @@ class Loaded:
         settings: dict[str, Any],
         base: dict[str, Any],
         trusted: bool,
-        dropped: list[Any],  # trust.Dropped
+        dropped: list[Dropped],
     ) -> None:
         self.settings, self.base, self.trusted, self.dropped = settings, base, trusted, dropped
 
@@ -106,7 +108,7 @@ def load_layers(global_file: str, project_file: str) -> Loaded:
     from magi_code.config import trust
 
     global_settings = read_toml(global_file)
-    base = load_global(global_file, global_settings)
+    base = base_layers(global_settings)
     workspace = os.path.dirname(os.path.dirname(project_file))
     trusted = trust.is_trusted(workspace, global_settings)
     # In the folder that holds MC_HOME (cwd = ~), the "project" file is the global one.
@@ -118,9 +120,8 @@ def load_layers(global_file: str, project_file: str) -> Loaded:
     return Loaded(settings, base, trusted, dropped)
 
 
-def load_global(global_file: str, read: dict[str, Any] | None = None) -> dict[str, Any]:
+def base_layers(global_settings: Mapping[str, Any]) -> dict[str, Any]:
     """Defaults, presets and the global settings: what no project file has touched."""
-    global_settings = read_toml(global_file) if read is None else read
     validate_trusted_projects(global_settings)
     base = merge(DEFAULTS, global_settings)
     if not isinstance(base.get("providers"), Mapping):
