@@ -30,8 +30,10 @@ What `<cwd>/.magi-code/settings.toml` may set (README, "Security model", shows t
 Project locations read only in a trusted workspace: PROJECT_LOCATIONS.
 
 A key its file may not set is dropped and named in the result (`Dropped`), so a face can warn;
-dropping never fails startup. Pure: dictionaries in, dictionaries out; no file is read here
-except by `trusted_for`/`project_definitions`, which say so.
+dropping never fails startup. Dictionaries in, dictionaries out: no file is read here except
+by `trusted_for`/`project_definitions`, which say so (paths are canonicalised with realpath).
+For colleagues: `is_trusted`/`trusted_for` answer for any folder; `Admitted.trusted` for the
+admitted workspace.
 """
 
 from __future__ import annotations
