@@ -109,9 +109,7 @@ def admit(cwd: str, env: Mapping[str, str], cancel: threading.Event | None = Non
     try:
         loaded = settings.load_layers(where.settings, paths.project_settings(canonical_cwd))
         conf = loaded.settings
-        profile = instructions.load_profile(
-            conf["agent"], where.home, canonical_cwd, loaded.trusted
-        )
+        profile = load_profile(loaded, where.home, canonical_cwd)
         told = instructions.assemble(
             profile, where.home, canonical_cwd, conf.get("instructions", [])
         )
@@ -139,6 +137,20 @@ def admit(cwd: str, env: Mapping[str, str], cancel: threading.Event | None = Non
         dropped=tuple(loaded.dropped),
         credential_providers=credential_providers,
     )
+
+
+def load_profile(loaded: settings.Loaded, home: str, cwd: str) -> str:
+    """The agent profile's text. An untrusted project may name only a profile the user has
+    (MC_HOME/agents); naming another drops its `agent` key rather than failing startup."""
+    conf = loaded.settings
+    try:
+        return instructions.load_profile(conf["agent"], home, cwd, loaded.trusted)
+    except instructions.ProfileError:
+        if loaded.trusted or conf["agent"] == loaded.base["agent"]:
+            raise
+    loaded.dropped.append(trust.Dropped("agent", paths.project_settings(cwd)))
+    conf["agent"] = loaded.base["agent"]
+    return instructions.load_profile(conf["agent"], home, cwd, loaded.trusted)
 
 
 def check_mcp(conf: Mapping[str, Any]) -> None:
