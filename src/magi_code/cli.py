@@ -14,6 +14,8 @@ TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initializ
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from magi_code.config.trust import Dropped
+
 USAGE = """usage:
   magi-code                      Mission Control (needs a terminal)
   magi-code --prompt TEXT        run one prompt (needs a terminal)
@@ -21,6 +23,7 @@ USAGE = """usage:
   magi-code context [--agent NAME]         what the model is told, redacted, with sources
   magi-code serve --stdio        the local-agent protocol over inherited pipes
   magi-code login | logout | models [--refresh] [--json]
+  magi-code trust [PATH] | untrust [PATH]   (un)list a folder in the global trusted_projects
   magi-code mcp digest NAME      the digest to add to the global mcp.approved list
   magi-code sessions list [--json]
   magi-code sessions prune [--older-than DAYS] [--dry-run]
@@ -50,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
         return provider_command(args[0], args[1:])
     if args[:1] == ["sessions"]:
         return sessions_command(args[1:])
+    if args[:1] in (["trust"], ["untrust"]) and len(args) <= 2:
+        return trust_command(args[0], args[1] if len(args) == 2 else os.getcwd())
     if len(args) == 3 and args[:2] == ["mcp", "digest"]:
         return mcp_digest(args[2])
     agent, args = agent_option(args)
@@ -97,15 +102,13 @@ def context_command(agent: str | None) -> int:
     from magi_code.config import paths, settings
     from magi_code.context import loader, profiles
     from magi_code.context.show import render
-    from magi_code.runner.startup import workspace_trusted
     from magi_code.tools.builtin import builtin_tools
 
     home = os.path.realpath(paths.resolve_home(os.environ))
     cwd = os.path.realpath(os.getcwd())
     try:
-        conf = settings.load(paths.Paths(home).settings, paths.project_settings(cwd))
-        trusted = workspace_trusted(conf, cwd)
-        context = loader.load(home, cwd, conf, agent=agent, trusted=trusted)
+        loaded = settings.load_layers(paths.Paths(home).settings, paths.project_settings(cwd))
+        context = loader.load(home, cwd, loaded, agent=agent)
     except (settings.SettingsError, loader.ContextSettingsError):
         return refuse("the settings are not valid")
     except profiles.ProfileError as exc:
@@ -113,7 +116,7 @@ def context_command(agent: str | None) -> int:
         return 1
     names = [*builtin_tools(), *([loader.SKILL_TOOL] if context.skills else [])]
     tools = [name for name in names if loader.offers(context.profile, name)]
-    print(render(context, trusted=trusted, tools=tools))
+    print(render(context, trusted=loaded.trusted, tools=tools))
     return 0
 
 
@@ -124,10 +127,13 @@ def mcp_digest(name: str) -> int:
 
     home = paths.resolve_home(os.environ)
     try:
-        conf = settings.load(paths.Paths(home).settings, paths.project_settings(os.getcwd()))
+        loaded = settings.load_layers(
+            paths.Paths(home).settings, paths.project_settings(os.getcwd())
+        )
     except settings.SettingsError:
         return refuse("the settings are not valid")
-    servers = conf.get("mcp", {}).get("servers", {})
+    warn_dropped(loaded.dropped)
+    servers = loaded.settings.get("mcp", {}).get("servers", {})
     if not isinstance(servers, dict) or not isinstance(servers.get(name), dict):
         return refuse("no MCP server of that name in the settings")
     print(canonical_digest(name, servers[name]))
@@ -142,15 +148,49 @@ def provider_command(name: str, rest: list[str]) -> int:
     from magi_code.providers import commands
 
     home = paths.resolve_home(os.environ)
-    if name == "login":
-        return commands.login(rest, Path(home))
     if name == "logout":
         return commands.logout(rest, Path(home))
     try:
-        conf = settings.load(paths.Paths(home).settings, paths.project_settings(os.getcwd()))
+        if name == "login":  # a credential only for what the global settings or presets define
+            known = settings.base_layers(settings.read_toml(paths.Paths(home).settings))
+            return commands.login(rest, Path(home), known["providers"])
+        loaded = settings.load_layers(
+            paths.Paths(home).settings, paths.project_settings(os.getcwd())
+        )
     except settings.SettingsError:
         return refuse("the settings are not valid")
-    return commands.models(rest, Path(home), conf)
+    warn_dropped(loaded.dropped)
+    return commands.models(rest, Path(home), loaded.settings, loaded.base["providers"])
+
+
+def warn_dropped(dropped: list[Dropped]) -> None:
+    for key in dropped:
+        print(f"magi-code: {key.warning()}", file=sys.stderr)
+
+
+def trust_command(verb: str, folder: str) -> int:
+    """`trust`/`untrust [PATH]`: edit the GLOBAL `permissions.trusted_projects`, no prompt."""
+    from magi_code.config import paths, trust_file
+
+    if not os.path.isdir(folder):
+        return refuse("trust and untrust take an existing folder")
+    settings_file = paths.Paths(paths.resolve_home(os.environ)).settings
+    canonical = os.path.realpath(folder)
+    try:
+        if verb == "trust":
+            changed = trust_file.trust(settings_file, canonical)
+            print(f"{'Trusted' if changed else 'Already trusted'}: {canonical}", file=sys.stderr)
+            return 0
+        changed = trust_file.untrust(settings_file, canonical)
+        through = trust_file.trusted_through(settings_file, canonical)
+    except trust_file.TrustFileError as failed:
+        print(f"magi-code {verb}: {failed}", file=sys.stderr)
+        return 1
+    if through is not None:
+        print(f"Still trusted through {through}: untrust that folder", file=sys.stderr)
+        return 1
+    print(f"{'No longer trusted' if changed else 'Was not trusted'}: {canonical}", file=sys.stderr)
+    return 0
 
 
 def sessions_command(rest: list[str]) -> int:

@@ -66,3 +66,6 @@ SKILL_RESOURCES_LISTED = 100  # resource files the skill tool names
 SKILLS_SCANNED = 1000  # skill folders looked at in one scope
 PROFILES_SCANNED = 1000  # profile files looked at in one scope
 PROFILE_NAME_CHARS = 64  # agent profile names, like skill names
+
+# Settings files: tables and arrays nested deeper than this are refused (configuration_invalid)
+SETTINGS_DEPTH = 32

@@ -33,8 +33,15 @@ def tree(tmp_path: Path) -> tuple[Path, Path, Path]:
 def load(
     home: Path, cwd: Path, *, agent: str | None = None, trusted: bool = False
 ) -> loader.Context:
-    conf = settings.load(str(home / "settings.toml"), str(cwd / ".magi-code" / "settings.toml"))
-    return loader.load(str(home), str(cwd), conf, agent=agent, trusted=trusted)
+    if trusted:
+        (home / "settings.toml").open("a").write(
+            f"\n[permissions]\ntrusted_projects = [{str(cwd)!r}]\n"
+        )
+    loaded = settings.load_layers(
+        str(home / "settings.toml"), str(cwd / ".magi-code" / "settings.toml")
+    )
+    assert loaded.trusted == trusted
+    return loader.load(str(home), str(cwd), loaded, agent=agent)
 
 
 def kinds(context: loader.Context) -> list[tuple[str, str]]:
@@ -81,7 +88,9 @@ def test_project_instructions_are_relative_to_the_project_settings(
     (cwd / ".magi-code").mkdir()
     (cwd / ".magi-code" / "settings.toml").write_text('instructions = ["../NOTES.md"]\n')
     (cwd / "NOTES.md").write_text("NOTES")
-    assert kinds(load(home, cwd))[-1] == ("setting", str(cwd / ".magi-code" / "../NOTES.md"))
+    told = ("setting", str(cwd / ".magi-code" / "../NOTES.md"))
+    assert told not in kinds(load(home, cwd))  # `instructions` is a trusted-only project key
+    assert kinds(load(home, cwd, trusted=True))[-1] == told
 
 
 def test_per_file_bound_at_its_edge(tree: tuple[Path, Path, Path]) -> None:

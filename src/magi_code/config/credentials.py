@@ -118,6 +118,22 @@ class CredentialStore:
         _fsync_dir(self.dir)
 
 
+class NoCredentials(CredentialStore):
+    """The store a provider gets when no credential may go to it: always empty, never read."""
+
+    def __init__(self) -> None:
+        super().__init__(Path("/nonexistent"))
+
+    def __repr__(self) -> str:
+        return "NoCredentials()"
+
+    def _load(self) -> dict[str, object]:
+        return {}
+
+    def _save(self, data: dict[str, object]) -> None:
+        raise CredentialsError("credentials_unwritable")
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:

@@ -6,7 +6,10 @@ the AGENTS.md chain and the `instructions` paths); it never writes. It raises `P
 (startup code `profile_invalid`) when the selected primary cannot be used, and
 `ContextSettingsError` (`configuration_invalid`) when `[skills]` or `[agents]` has a bad shape.
 Everything else that is wrong becomes a notice: a line naming the file and the problem.
-Whether the workspace is trusted is the caller's decision, passed in.
+The settings come as `config.settings.Loaded`: the merged table, whether the workspace is
+trusted, and the project layer as trust admitted it. An untrusted project may name only a
+profile the user has; naming another drops its `agent` key (a trust warning) rather than
+failing startup.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from magi_code.limits import INSTRUCTION_FILE_BYTES
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:
     from typing import Any
+
+    from magi_code.config.settings import Loaded
 
 SKILL_TOOL = "skill"
 
@@ -52,9 +57,22 @@ class Context:
         return self.profiles.subagents()
 
 
-def load(
-    home: str, cwd: str, conf: Mapping[str, Any], *, agent: str | None, trusted: bool
-) -> Context:
+def load(home: str, cwd: str, loaded: Loaded, *, agent: str | None) -> Context:
+    conf = loaded.settings
+    try:
+        return load_for(home, cwd, loaded, agent=agent)
+    except profiles.ProfileError:
+        if agent or loaded.trusted or conf["agent"] == loaded.base["agent"]:
+            raise
+    from magi_code.config import paths, trust
+
+    loaded.dropped.append(trust.Dropped("agent", paths.project_settings(cwd)))
+    conf["agent"] = loaded.base["agent"]
+    return load_for(home, cwd, loaded, agent=None)
+
+
+def load_for(home: str, cwd: str, loaded: Loaded, *, agent: str | None) -> Context:
+    conf, trusted = loaded.settings, loaded.trusted
     notices: list[str] = []
     root = instructions.repository_root(cwd)
     found = profiles.Profiles(home, root, trusted, disabled_names(conf, "agents"), notices)
@@ -67,7 +85,7 @@ def load(
             f"its first {INSTRUCTION_FILE_BYTES}"
         )
     collector = instructions.collect(
-        Source("profile", profile.origin, body), home, cwd, extra_paths(conf, home, cwd), notices
+        Source("profile", profile.origin, body), home, cwd, extra_paths(loaded, home, cwd), notices
     )
     enabled: list[skills.Skill] = []
     if offers(profile, SKILL_TOOL):
@@ -109,18 +127,16 @@ def disabled_names(conf: Mapping[str, Any], table: str) -> list[str]:
     return names
 
 
-def extra_paths(conf: Mapping[str, Any], home: str, cwd: str) -> list[tuple[str, str]]:
+def extra_paths(loaded: Loaded, home: str, cwd: str) -> list[tuple[str, str]]:
     """(base directory, path) of each `instructions` entry: relative to the settings file
     that names it (the project file replaces the global list when it sets one)."""
-    paths = conf.get("instructions", [])
+    paths = loaded.settings.get("instructions", [])
     if not paths:
         return []
     from magi_code.config import paths as where
-    from magi_code.config import settings
 
-    project_file = where.project_settings(cwd)
-    named_by_project = "instructions" in settings.read_toml(project_file)
-    base = os.path.dirname(project_file) if named_by_project else home
+    named_by_project = "instructions" in loaded.project
+    base = os.path.dirname(where.project_settings(cwd)) if named_by_project else home
     return [(base, path) for path in paths]
 
 

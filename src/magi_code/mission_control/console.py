@@ -5,6 +5,11 @@ sessions (sessions/retention.py; interactive startup only), a session from the s
 `run_turn` with an emitter that writes to the terminal. Replies stream to stdout; tool
 activity, approvals and diagnostics go to stderr; an approval is answered at the terminal
 (y/N, default deny). EOF or Ctrl-C ends the session; a turn cut short is recorded as such.
+
+Folder trust: on start in an untrusted folder that holds project definitions (settings,
+agents, skills, hooks, MCP), the line-by-line session asks once, before startup: trust (recorded
+in the global settings), continue without them, or quit. `--prompt` never asks. Each project
+key the folder's trust drops is named in one warning on stderr.
 """
 
 import os
@@ -97,13 +102,52 @@ class Console:
             broker.answer(approval_id, line.strip().lower() in ("y", "yes"))
 
 
+TRUST_QUESTION = (
+    "magi-code: this folder has project settings or definitions and is not trusted:\n"
+    "{found}\n"
+    "  [t] trust it (recorded in {settings})\n"
+    "  [c] continue without them\n"
+    "  [q] quit\n"
+    "choice [t/c/Q]: "
+)
+
+
+def ask_trust(cwd: str, mc_home: str) -> bool:
+    """Ask whether to trust `cwd` when it needs asking; False means quit."""
+    from magi_code.config import paths, trust, trust_file
+
+    settings_file = paths.Paths(mc_home).settings
+    found = trust.project_definitions(cwd, mc_home)
+    if not found or trust.trusted_for(cwd, settings_file):
+        return True
+    listed = "\n".join(f"  {path}" for path in found)
+    print(TRUST_QUESTION.format(found=listed, settings=settings_file), end="", file=sys.stderr)
+    sys.stderr.flush()
+    answer = sys.stdin.readline().strip().lower()
+    if answer in ("t", "trust"):
+        try:
+            trust_file.trust(settings_file, cwd)
+        except trust_file.TrustFileError as failed:
+            print(f"magi-code: {failed}", file=sys.stderr)
+            return False
+        return True
+    return answer in ("c", "continue")
+
+
 async def main_async(prompt: str | None, agent: str | None = None) -> int:
+    from magi_code.config import paths
+
+    cwd = os.path.realpath(os.getcwd())
+    if prompt is None and not ask_trust(cwd, paths.resolve_home(os.environ)):
+        return 1
     try:
-        admitted = admit(os.getcwd(), dict(os.environ), agent=agent)
+        admitted = admit(cwd, dict(os.environ), agent=agent)
     except StartupError as failed:
         detail = f" ({failed.detail})" if failed.detail else ""
         print(f"magi-code: startup failed: {failed.code}{detail}", file=sys.stderr)
         return 1
+    for dropped in admitted.dropped:
+        print(f"magi-code: {dropped.warning()}", file=sys.stderr)
     for notice in admitted.notices:
         print(f"magi-code: {notice}", file=sys.stderr)
     pruned = auto_prune(admitted.paths.home, admitted.settings, time.time_ns())

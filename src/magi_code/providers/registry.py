@@ -3,6 +3,12 @@
 Settings per provider are a plain mapping (from TOML): wire_api, base_url, api_key_env,
 models, discover, and for Codex token_url / client_id. Readiness is local only: it must
 never touch the network. Wire modules are imported only when a provider is built.
+
+Credentials go only where the user sent them: `sent_to` is the provider's table as the global
+settings or a built-in preset define it (None for a provider only a project defines). A stored
+or environment credential is attached only when the effective wire, base URL and credential
+source are exactly those; otherwise the provider is built with no credential at all. (The
+HTTP client never follows redirects, so no credential reaches another origin that way.)
 """
 
 import importlib
@@ -11,7 +17,7 @@ from collections.abc import Mapping
 from typing import cast
 from urllib.parse import urlsplit
 
-from magi_code.config.credentials import CredentialsError, CredentialStore
+from magi_code.config.credentials import CredentialsError, CredentialStore, NoCredentials
 from magi_code.providers.base import Provider
 from magi_code.providers.http import HttpPolicy
 
@@ -65,6 +71,40 @@ def api_key(
     return credentials.api_key(provider_id)
 
 
+SELF: Mapping[str, object] = {}  # sent_to default: the table is its own origin (tests, tools)
+_CREDENTIAL_SOURCE = ("api_key_env", "token_url", "client_id")
+
+
+def credential_allowed(
+    provider_id: str, conf: Mapping[str, object], sent_to: Mapping[str, object] | None
+) -> bool:
+    """Whether `conf` sends its credential where `sent_to` (global settings or preset) says."""
+    if sent_to is None:
+        return False
+    if sent_to is SELF:
+        return True
+    try:
+        wire = wire_api(provider_id, sent_to)
+        same_place = wire_api(provider_id, conf) == wire and base_url(conf, wire) == base_url(
+            sent_to, wire
+        )
+    except ConfigurationInvalid:
+        return False
+    return same_place and all(conf.get(k) == sent_to.get(k) for k in _CREDENTIAL_SOURCE)
+
+
+def scoped_credentials(
+    provider_id: str,
+    conf: Mapping[str, object],
+    credentials: CredentialStore,
+    env: Mapping[str, str],
+    sent_to: Mapping[str, object] | None,
+) -> tuple[CredentialStore, Mapping[str, str]]:
+    if credential_allowed(provider_id, conf, sent_to):
+        return credentials, env
+    return NoCredentials(), {}
+
+
 def _keyless_ok(url: str) -> bool:
     rest = url.split("://", 1)[1]
     return rest.startswith(_LOOPBACK_HOSTS)
@@ -76,9 +116,12 @@ def check_readiness(
     credentials: CredentialStore,
     env: Mapping[str, str],
     now: float | None = None,
+    *,
+    sent_to: Mapping[str, object] | None = SELF,
 ) -> str | None:
     """None when the provider can be used; else "configuration_invalid" or
     "provider_unavailable". Local only: files and environment, never the network."""
+    credentials, env = scoped_credentials(provider_id, conf, credentials, env, sent_to)
     try:
         wire = wire_api(provider_id, conf)
         if wire == "fixture":
@@ -104,7 +147,10 @@ def build_provider(
     credentials: CredentialStore,
     env: Mapping[str, str],
     policy: HttpPolicy | None = None,
+    *,
+    sent_to: Mapping[str, object] | None = SELF,
 ) -> Provider:
+    credentials, env = scoped_credentials(provider_id, conf, credentials, env, sent_to)
     wire = wire_api(provider_id, conf)
     if wire == "fixture":
         # The lead's module; imported by name so this file does not depend on it at check time.

@@ -1,5 +1,6 @@
 """Everything one run needs from the admitted snapshot: provider, tools, policy, prompt."""
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,26 +13,39 @@ from magi_code.tools.approvals import ApprovalBroker
 from magi_code.tools.base import Tool
 from magi_code.tools.builtin import builtin_tools
 from magi_code.tools.narrowing import narrowed, with_skill_reads
+from magi_code.tools.paths import Protected
 from magi_code.tools.policy import Policy
 from magi_code.tools.skill import SkillTool
 
 Selection = tuple[str | None, str | None, str | None]  # provider, model, thinking
 SECRET_NAME_PARTS = ("API_KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
+# `scheme://user:password@host` anywhere in a value (DATABASE_URL, proxies, git remotes).
+URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s:]*:[^/?#@\s]*@")
 
 
 def tool_env(admitted: Admitted) -> dict[str, str]:
     """The environment tools run with: the process's own, less anything credential-like
-    (provider key variables named in settings, *_API_KEY, *_TOKEN, *SECRET*, ...)."""
+    (every provider's `api_key_env`, *_API_KEY, *_TOKEN, *SECRET*, ..., and any value holding
+    a password in a URL)."""
     named = {
         str(conf.get("api_key_env"))
-        for conf in admitted.settings.get("providers", {}).values()
+        for table in (admitted.settings.get("providers", {}), admitted.credential_providers)
+        for conf in table.values()
         if isinstance(conf, dict) and conf.get("api_key_env")
     }
     return {
         name: value
         for name, value in admitted.env.items()
-        if name not in named and not any(part in name.upper() for part in SECRET_NAME_PARTS)
+        if name not in named
+        and not any(part in name.upper() for part in SECRET_NAME_PARTS)
+        and not URL_PASSWORD.search(value)
     }
+
+
+def policy(admitted: Admitted) -> Policy:
+    """The permission policy, with MC_HOME and the user's credential files protected."""
+    protected = Protected.for_homes(admitted.paths.home, admitted.env.get("HOME"))
+    return Policy.from_settings(admitted.settings.get("permissions"), protected)
 
 
 def make_provider(admitted: Admitted, provider_id: str) -> Provider:
@@ -44,7 +58,8 @@ def make_provider(admitted: Admitted, provider_id: str) -> Provider:
     from magi_code.providers.registry import build_provider
 
     credentials = CredentialStore(Path(admitted.paths.home))
-    return build_provider(provider_id, conf, credentials, admitted.env)
+    sent_to = admitted.credential_providers.get(provider_id)
+    return build_provider(provider_id, conf, credentials, admitted.env, sent_to=sent_to)
 
 
 def turn_setup(
@@ -59,8 +74,7 @@ def turn_setup(
     tools = builtin_tools()
     if admitted.mcp is not None:
         tools |= admitted.mcp.tools()
-    policy = Policy.from_settings(admitted.settings.get("permissions"))
-    tools, policy = context_tools(admitted.context, tools, policy)
+    tools, turn_policy = context_tools(admitted.context, tools, policy(admitted))
     return TurnSetup(
         session_id=session_id,
         run_id=run_id,
@@ -69,7 +83,7 @@ def turn_setup(
         thinking=thinking,
         provider=make_provider(admitted, provider_id),
         tools=tools,
-        policy=policy,
+        policy=turn_policy,
         workspace=Path(admitted.cwd),
         env=tool_env(admitted),
         approvals=approvals,

@@ -6,7 +6,11 @@ credentials, checks provider readiness and connects the enabled, globally approv
 (last, once everything else passed). It never performs a network request of its own. Its
 result, `Admitted`, is the one configuration snapshot a process uses; settings changes need a
 restart. Whoever receives an `Admitted` owns its `mcp` manager and closes it at teardown.
-Failures are `StartupError` with one of the protocol's startup codes.
+Failures are `StartupError` with one of the protocol's startup codes. Folder trust decides
+what the project file may set (config/trust.py): `trusted` says the verdict, `dropped` the
+project keys that were ignored (a face may warn; the local agent says nothing), and
+`credential_providers` the provider tables, from defaults, presets and global settings only,
+that say where each provider's credential may be sent.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import json
 import os
 from collections.abc import Mapping
 
-from magi_code.config import paths, settings
+from magi_code.config import paths, settings, trust
 from magi_code.context import loader, profiles
 from magi_code.limits import NAME_BYTES
 
@@ -43,7 +47,9 @@ class Admitted:
     __slots__ = (
         "context",
         "context_id",
+        "credential_providers",
         "cwd",
+        "dropped",
         "env",
         "instructions",
         "mcp",
@@ -52,6 +58,7 @@ class Admitted:
         "provider",
         "settings",
         "thinking",
+        "trusted",
     )
 
     def __init__(
@@ -68,11 +75,16 @@ class Admitted:
         env: Mapping[str, str],
         context: Context,  # the profile, instruction sources, skills and notices
         mcp: McpManager | None = None,  # connected MCP servers, None when none is enabled
+        trusted: bool = False,  # the workspace is trusted (config/trust.py)
+        dropped: tuple[trust.Dropped, ...] = (),
+        credential_providers: Mapping[str, Any] | None = None,  # None: no credentials at all
     ) -> None:
         self.paths, self.cwd, self.settings = paths, cwd, settings
         self.provider, self.model, self.thinking = provider, model, thinking
         self.instructions, self.context_id, self.env, self.mcp = instructions, context_id, env, mcp
         self.context = context
+        self.trusted, self.dropped = trusted, dropped
+        self.credential_providers = credential_providers or {}
 
     @property
     def notices(self) -> list[str]:
@@ -112,17 +124,17 @@ def admit(
         raise StartupError("startup_failed") from exc
     canonical_cwd = os.path.realpath(cwd)
     try:
-        conf = settings.load(where.settings, paths.project_settings(canonical_cwd))
-        trusted = workspace_trusted(conf, canonical_cwd)
-        context = loader.load(where.home, canonical_cwd, conf, agent=agent, trusted=trusted)
-        conf = loader.with_profile_selection(conf, context.profile)
+        loaded = settings.load_layers(where.settings, paths.project_settings(canonical_cwd))
+        context = loader.load(where.home, canonical_cwd, loaded, agent=agent)
+        conf = loader.with_profile_selection(loaded.settings, context.profile)
     except profiles.ProfileError as exc:
         raise StartupError("profile_invalid", str(exc)) from exc
     except (settings.SettingsError, loader.ContextSettingsError) as exc:
         raise StartupError("configuration_invalid") from exc
     check_mcp(conf)
     check_permissions(conf)
-    check_provider(conf, where, env)
+    credential_providers = loaded.base["providers"]
+    check_provider(conf, where, env, credential_providers)
     manager = start_mcp(conf, env, canonical_cwd, cancel)
     return Admitted(
         paths=where,
@@ -136,25 +148,10 @@ def admit(
         env=env,
         mcp=manager,
         context=context,
+        trusted=loaded.trusted,
+        dropped=tuple(loaded.dropped),
+        credential_providers=credential_providers,
     )
-
-
-def workspace_trusted(conf: Mapping[str, Any], cwd: str) -> bool:
-    """STAND-IN until the trust work lands (replace with its config-level function): the
-    canonical cwd or an ancestor is listed in the global `[permissions] trusted_projects`
-    (`settings.load` keeps that key from global settings only)."""
-    table = conf.get("permissions")
-    listed = table.get("trusted_projects", []) if isinstance(table, Mapping) else []
-    if not isinstance(listed, list):
-        return False
-    trusted = {os.path.realpath(os.path.expanduser(p)) for p in listed if isinstance(p, str)}
-    here = cwd
-    while here not in trusted:
-        parent = os.path.dirname(here)
-        if parent == here:
-            return False
-        here = parent
-    return True
 
 
 def check_mcp(conf: Mapping[str, Any]) -> None:
@@ -212,7 +209,12 @@ def check_permissions(conf: Mapping[str, Any]) -> None:
         raise StartupError("configuration_invalid") from exc
 
 
-def check_provider(conf: Mapping[str, Any], where: paths.Paths, env: Mapping[str, str]) -> None:
+def check_provider(
+    conf: Mapping[str, Any],
+    where: paths.Paths,
+    env: Mapping[str, str],
+    credential_providers: Mapping[str, Any],
+) -> None:
     provider_conf = conf["providers"][conf["provider"]]
     if provider_conf.get("wire_api") == "fixture":
         return
@@ -222,7 +224,11 @@ def check_provider(conf: Mapping[str, Any], where: paths.Paths, env: Mapping[str
     from magi_code.providers import registry
 
     code = registry.check_readiness(
-        conf["provider"], provider_conf, CredentialStore(Path(where.home)), env
+        conf["provider"],
+        provider_conf,
+        CredentialStore(Path(where.home)),
+        env,
+        sent_to=credential_providers.get(conf["provider"]),
     )
     if code is not None:
         raise StartupError(code)

@@ -10,39 +10,18 @@
 """
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 
-from magi_code.tools.base import Access
 from magi_code.tools.globs import GlobError, compile_glob
-from magi_code.tools.policy import Decision, Policy, Rule, strictest
+from magi_code.tools.policy import Policy, Rule
 
 _GLOB_SPECIALS = {"*": "[*]", "?": "[?]", "[": "[[]"}
-
-
-@dataclass(frozen=True)
-class NarrowedPolicy(Policy):
-    narrowing: tuple[Rule, ...] = ()
-
-    def decide(self, tool: str, access: Access, workspace: Path) -> Decision:
-        broad = super().decide(tool, access, workspace)
-        narrow: list[Decision] = []
-        for path in access.paths or (None,):
-            for rule in self.narrowing:
-                if rule.matches(tool, access, path, workspace):
-                    narrow.append(rule.decision)
-                    break
-        return strictest((broad, *narrow))
 
 
 def narrowed(policy: Policy, profile_rules: Iterable[Mapping[str, str]]) -> Policy:
     """`policy` with a profile's rules (already validated at startup) on top."""
     rules = Policy.from_settings({"rules": list(profile_rules)}).rules
-    if not rules:
-        return policy
-    return NarrowedPolicy(
-        policy.default_read, policy.default_write, policy.default_shell, policy.rules, rules
-    )
+    return replace(policy, narrowing=(*policy.narrowing, rules)) if rules else policy
 
 
 def with_skill_reads(policy: Policy, skill_dirs: Iterable[str], tool: str) -> Policy:
