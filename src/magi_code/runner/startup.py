@@ -181,13 +181,11 @@ def check_provider(conf: Mapping[str, Any], where: paths.Paths, env: Mapping[str
     provider_conf = conf["providers"][conf["provider"]]
     if provider_conf.get("wire_api") == "fixture":
         return
-    from pathlib import Path
-
     from magi_code.config.credentials import CredentialStore
     from magi_code.providers import registry
 
     code = registry.check_readiness(
-        conf["provider"], provider_conf, CredentialStore(Path(where.home)), env
+        conf["provider"], provider_conf, CredentialStore(where.home), env
     )
     if code is not None:
         raise StartupError(code)
