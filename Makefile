@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-streaming verify lint typecheck bench clean
+.PHONY: run test test-streaming verify lint typecheck bench build clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ verify: lint typecheck test
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# A wheel and an sdist into dist/ (hatchling, in the isolated environment `build` makes).
+build: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
