@@ -11,6 +11,7 @@ from magi_code.client import Event, LocalAgentClient, environment
 from magi_code.providers import clients
 from magi_code.providers.clients import close_clients
 from magi_code.providers.http import HttpPolicy
+from magi_code.providers.limits import STREAM_DRAIN_S
 from providers.local_server import LocalServer, Reply, sse
 from providers.test_wire_apis import collect
 from providers.test_wire_errors import WIRES
@@ -123,4 +124,23 @@ async def test_cancelling_a_request_closes_its_connection_not_the_pool(
         await collect(provider)
         await collect(provider)
     assert (len(server.requests), server.connections) == (3, 2)
+    await close_clients()
+
+
+@pytest.mark.anyio
+async def test_a_stream_that_never_ends_after_its_terminal_event_costs_only_its_connection(
+    server: LocalServer, tmp_path: Path
+) -> None:
+    path, build, ok = WIRES["openai-responses"]
+    server.script(path, Reply(chunks=[ok], chunked=True, hang=True), kept(ok))
+    provider = build(server, tmp_path, HttpPolicy(attempts=1))
+    started = anyio.current_time()
+    with anyio.fail_after(5):
+        first = await collect(provider)
+    waited = anyio.current_time() - started
+    assert STREAM_DRAIN_S <= waited < STREAM_DRAIN_S + 2, "the drain is bounded"
+    assert await anyio.to_thread.run_sync(server.client_closed.wait, 5.0)
+    with anyio.fail_after(5):
+        assert await collect(provider) == first
+    assert server.connections == 2
     await close_clients()

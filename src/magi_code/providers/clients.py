@@ -11,7 +11,8 @@ ignored). httpx2 and ssl are imported here, on the first request, never before.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
 
 from magi_code.providers.limits import KEEPALIVE_S
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 
     from magi_code.providers.http import HttpPolicy
 
+T = TypeVar("T")
 # origin and timeouts -> (the loop it belongs to, the client)
 _Key = tuple[str, str, int | None, float, float]
 _clients: dict[_Key, tuple[asyncio.AbstractEventLoop, httpx2.AsyncClient]] = {}
@@ -51,6 +53,14 @@ def client_for(url: str, policy: HttpPolicy) -> httpx2.AsyncClient:
     client = _new_client(policy, https=parts.scheme == "https")
     _clients[key] = (loop, client)
     return client
+
+
+async def closing(work: Awaitable[T]) -> T:
+    """Await `work`, then close this loop's clients: for a command that runs one loop."""
+    try:
+        return await work
+    finally:
+        await close_clients()
 
 
 async def close_clients() -> None:

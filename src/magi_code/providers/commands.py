@@ -17,6 +17,7 @@ import anyio
 
 from magi_code.config.credentials import CredentialsError, CredentialStore
 from magi_code.providers.catalog import build_catalog
+from magi_code.providers.clients import closing
 from magi_code.providers.signin import DEFAULT_CALLBACK_PORT, Endpoints, SignInFailed, sign_in
 
 
@@ -69,11 +70,13 @@ def _sign_in(args: argparse.Namespace, store: CredentialStore) -> int:
     endpoints = Endpoints(args.client_id, args.token_url, args.authorize_url, args.device_url)
     try:
         tokens = anyio.run(
-            lambda: sign_in(
-                endpoints,
-                device=args.device,
-                port=args.callback_port,
-                open_browser=not args.no_browser,
+            lambda: closing(
+                sign_in(
+                    endpoints,
+                    device=args.device,
+                    port=args.callback_port,
+                    open_browser=not args.no_browser,
+                )
             )
         )
     except SignInFailed:
@@ -124,7 +127,9 @@ def models(argv: list[str], mc_home: Path, settings: Mapping[str, object]) -> in
     }
     store = CredentialStore(mc_home)
     env = dict(os.environ)
-    catalog = anyio.run(lambda: build_catalog(providers, mc_home, store, env, refresh=args.refresh))
+    catalog = anyio.run(
+        lambda: closing(build_catalog(providers, mc_home, store, env, refresh=args.refresh))
+    )
     if args.json:
         print(json.dumps(catalog.as_json(), ensure_ascii=False))
     else:
