@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-streaming verify lint typecheck bench clean
+.PHONY: run test test-streaming verify lint typecheck bench bench-peer build clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,19 @@ verify: lint typecheck test
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# magi-code beside the Codex app-server on one mock provider; only this target needs npm.
+CODEX_VERSION ?= 0.171.0
+PEER := .cache/peer
+bench-peer: $(STAMP)
+	test -x $(PEER)/node_modules/.bin/codex || \
+		npm install --prefix $(PEER) --no-audit --no-fund @openai/codex@$(CODEX_VERSION)
+	$(BIN)/python -m bench.peer
+
+# A wheel and an sdist into dist/ (hatchling, in the isolated environment `build` makes).
+build: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

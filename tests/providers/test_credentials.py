@@ -20,8 +20,8 @@ from magi_code.providers.registry import ConfigurationInvalid, build_provider, c
 SECRET = "sk-test-SECRET-0123456789"
 
 
-def mode(path: Path) -> int:
-    return stat.S_IMODE(path.stat().st_mode)
+def mode(path: str | Path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
 
 
 def test_store_file_is_0600_in_a_0700_dir(tmp_path: Path) -> None:
@@ -185,7 +185,7 @@ def test_credentials_file_is_json_with_no_extra_copies(tmp_path: Path) -> None:
     store.set_api_key("a", "one")
     store.set_api_key("b", "two")
     store.remove("a")
-    data = json.loads(store.path.read_text())
+    data = json.loads(Path(store.path).read_text())
     assert data == {"b": {"api_key": "two"}}
 
 

@@ -9,6 +9,8 @@ State changes happen on the protocol loop only; workers post their results back 
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -95,6 +97,11 @@ class LocalRuntime:
         closer.join(timeout)
 
     def _close(self) -> None:
+        if self._portal is not None and "magi_code.providers.clients" in sys.modules:
+            from magi_code.providers.clients import close_clients
+
+            with contextlib.suppress(Exception):  # the pool only holds idle connections here
+                self._portal.call(close_clients)
         if self._portal_cm is not None:
             self._portal_cm.__exit__(None, None, None)  # waits for the run's task to end
         if self.admitted.mcp is not None:  # MCP servers shut down before leases are released

@@ -17,6 +17,7 @@ import anyio
 
 from magi_code.config.credentials import CredentialsError, CredentialStore
 from magi_code.providers.catalog import build_catalog
+from magi_code.providers.clients import closing
 from magi_code.providers.signin import DEFAULT_CALLBACK_PORT, Endpoints, SignInFailed, sign_in
 
 
@@ -77,11 +78,13 @@ def _sign_in(args: argparse.Namespace, store: CredentialStore) -> int:
     endpoints = Endpoints(args.client_id, args.token_url, args.authorize_url, args.device_url)
     try:
         tokens = anyio.run(
-            lambda: sign_in(
-                endpoints,
-                device=args.device,
-                port=args.callback_port,
-                open_browser=not args.no_browser,
+            lambda: closing(
+                sign_in(
+                    endpoints,
+                    device=args.device,
+                    port=args.callback_port,
+                    open_browser=not args.no_browser,
+                )
             )
         )
     except SignInFailed:
@@ -138,7 +141,9 @@ def models(
     store = CredentialStore(mc_home)
     env = dict(os.environ)
     catalog = anyio.run(
-        lambda: build_catalog(providers, mc_home, store, env, refresh=args.refresh, sent_to=sent_to)
+        lambda: closing(
+            build_catalog(providers, mc_home, store, env, refresh=args.refresh, sent_to=sent_to)
+        )
     )
     if args.json:
         print(json.dumps(catalog.as_json(), ensure_ascii=False))

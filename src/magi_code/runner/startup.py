@@ -218,15 +218,13 @@ def check_provider(
     provider_conf = conf["providers"][conf["provider"]]
     if provider_conf.get("wire_api") == "fixture":
         return
-    from pathlib import Path
-
     from magi_code.config.credentials import CredentialStore
     from magi_code.providers import registry
 
     code = registry.check_readiness(
         conf["provider"],
         provider_conf,
-        CredentialStore(Path(where.home)),
+        CredentialStore(where.home),
         env,
         sent_to=credential_providers.get(conf["provider"]),
     )

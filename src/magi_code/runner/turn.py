@@ -40,6 +40,7 @@ from magi_code.providers.base import (
     ToolSpec,
     Usage,
     UserText,
+    failure_summary,
 )
 from magi_code.redact import redact
 from magi_code.runner import compaction
@@ -155,6 +156,7 @@ class Turn:
         self.usage: Usage | None = None
         self.counted = 0  # items in the request the last usage figure reports on
         self.prompt_id = ""  # stored message id of this turn's prompt
+        self.provider_failure: ProviderError | None = None  # told to the face before the end
 
     # ---- persistence -----------------------------------------------------------------------
 
@@ -188,8 +190,9 @@ class Turn:
                 await self.loop(self.journal.replay())
             except RunFailed as failed:
                 outcome, error = "failed", failed.code
-            except ProviderError:
+            except ProviderError as failure:
                 outcome, error = "failed", "execution_failed"
+                self.provider_failure = failure
             except OutputUnavailable:
                 outcome, error = "cancelled", "output_unavailable"
         if scope.cancelled_caught:
@@ -439,6 +442,10 @@ class Turn:
             delivered = False
             outcome, error = "cancelled", "output_unavailable"
         self.record("run_finished", outcome=outcome, error_code=error)
+        failure = self.provider_failure
+        if failure is not None and outcome == "failed" and delivered:
+            with suppress(OutputUnavailable):
+                await self.emit.critical(Diagnostic(failure.code, failure_summary(failure)))
         if self.degraded and delivered:
             with suppress(OutputUnavailable):
                 await self.emit.critical(
