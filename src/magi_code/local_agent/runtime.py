@@ -265,35 +265,30 @@ class LocalRuntime:
         self.portal().start_task_soon(self._drive, run, attachment, prompt)
 
     async def _drive(self, run: ActiveRun, attachment: Attachment, prompt: str) -> None:
-        from magi_code.runner.events import RunFinished
-        from magi_code.runner.journal import SessionJournal
-        from magi_code.runner.setup import turn_setup
-        from magi_code.runner.turn import OutputUnavailable, run_turn
+        from magi_code.runner.entry import start_turn
+        from magi_code.runner.turn import OutputUnavailable
         from magi_code.tools.approvals import ApprovalBroker
 
         emit = RunEmitter(self.channel, attachment.session_id, run.run_id)
         broker = run.broker = ApprovalBroker(emit.announce)
-        finished = RunFinished("failed", "not_started", None, "execution_failed")
         try:
-            setup = turn_setup(
+            finished = await start_turn(
                 self.admitted,
+                self.store,
+                attachment,
                 (self.provider, self.model, self.thinking),
-                attachment.session_id,
-                run.run_id,
-                broker,
+                prompt,
+                run_id=run.run_id,
+                emitter=emit,
+                control=run.control,
+                approvals=broker,
             )
-            finished = RunFinished("failed", "degraded", None, "execution_failed")
-            journal = SessionJournal(attachment, self.store.path_of(attachment.session_id))
-            finished = await run_turn(setup, journal, emit, run.control, prompt)
-        except Exception:  # noqa: BLE001 - a crashed run still ends in run.finished
-            pass
         finally:
-            broker.deny_all()
             run.ended = True
-            try:
-                await emit.critical(finished)
-            except OutputUnavailable:
-                self.server.post(lambda: self._terminal_lost(run))
+        try:
+            await emit.critical(finished)
+        except OutputUnavailable:
+            self.server.post(lambda: self._terminal_lost(run))
 
     def _terminal_lost(self, run: ActiveRun) -> None:
         if self.run is run:

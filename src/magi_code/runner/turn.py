@@ -24,6 +24,7 @@ from typing import Any, Literal, Protocol, cast
 import anyio
 
 from magi_code import limits
+from magi_code.debug import absorbed
 from magi_code.providers.base import (
     AssistantText,
     Completed,
@@ -381,6 +382,7 @@ class Turn:
         try:
             return await tool.run(args, ctx)
         except Exception:  # noqa: BLE001 - a broken tool fails its call, not the run
+            absorbed(f"the tool {tool.name}")
             return ToolOutcome(False, "The tool failed unexpectedly.", "tool failed")
 
     async def end_activity(self, outcome: ToolOutcome, call: ToolCall) -> ToolResult:
