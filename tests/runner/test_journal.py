@@ -190,3 +190,40 @@ async def test_a_new_attachment_builds_its_own_replay(
     assert reads.count == 2
     assert seen[:-1] == _from_file(store, reopened)[: len(seen) - 1]
     reopened.close()
+
+
+@pytest.mark.parametrize("legacy", [{}, {"text": None}], ids=["absent", "null"])
+async def test_a_legacy_assistant_record_replays_its_chunks(
+    world: tuple[Admitted, SessionStore, Attachment], legacy: dict[str, Any]
+) -> None:
+    """A stored assistant record without text is replayed from its chunks, as the history
+    projection shows it; later chunks of a reconciled segment change nothing."""
+    admitted, store, lazy = world
+    sid = lazy.session_id
+    lazy.close()
+    old, new = "r-old", "r-new"
+    records = [
+        {"type": "session", "cwd": admitted.cwd, "created_at": "2026-01-01T00:00Z"},
+        {"type": "user", "run_id": old, "message_id": "u1", "text": "first"},
+        {"type": "assistant_chunk", "run_id": old, "message_id": "a1", "index": 0, "text": "Hel"},
+        {"type": "assistant_chunk", "run_id": old, "message_id": "a1", "index": 1, "text": "lo"},
+        {"type": "assistant", "run_id": old, "message_id": "a1", **legacy},
+        {"type": "run_finished", "run_id": old, "outcome": "completed", "error_code": None},
+        {"type": "user", "run_id": new, "message_id": "u2", "text": "second"},
+        {"type": "assistant", "run_id": new, "message_id": "a2", "text": "whole"},
+        {"type": "assistant_chunk", "run_id": new, "message_id": "a2", "index": 0, "text": "late"},
+        {"type": "run_finished", "run_id": new, "outcome": "completed", "error_code": None},
+    ]
+    path = store.path_of(sid)
+    lines = [json.dumps({"session_id": sid, **r}).encode() + b"\n" for r in records]
+    path.write_bytes(b"".join(lines))
+    attachment, _ = store.open(sid, admitted.cwd)
+    shown = [e.text for e in reader.read_session(path, sid, attachment.cwd).projection.entries]
+    assert shown == ["first", "Hello", "second", "whole"]
+    for prompt in ("third", "fourth"):  # every later turn works, not only the first
+        finished, seen = await _turn((admitted, store, attachment), prompt)
+        assert finished.outcome == "completed" and finished.persistence == "durable"
+        assert [getattr(item, "text", None) for item in seen[:4]] == shown
+    kinds = [json.loads(raw)["type"] for raw in path.read_bytes().split(b"\n") if raw]
+    assert kinds.count("run_finished") == 4
+    attachment.close()
