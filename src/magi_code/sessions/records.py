@@ -131,9 +131,11 @@ def check_record(record: object, session_id: str) -> Record:
     if not isinstance(record, dict) or record.get("session_id") != session_id:
         raise _invalid()
     kind = record.get("type")
+    if not isinstance(kind, str):  # before any set lookup: a list or object is unhashable
+        raise _invalid()
     if kind in PRIVATE_TYPES:
         return record
-    if not isinstance(kind, str) or kind not in _REQUIRED:
+    if kind not in _REQUIRED:
         raise _invalid()
     for key in _REQUIRED[kind]:
         if not isinstance(record.get(key), str):
