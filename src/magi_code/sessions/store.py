@@ -200,6 +200,7 @@ class Attachment:
         self._leases = leases
         self._lock = threading.Lock()
         self._fd: int | None = None
+        self._attempted = b""  # the bytes of an append that failed part-way
         self._generation = 0
         self._busy: str | None = None
         self._builder = state.builder
@@ -393,13 +394,15 @@ class Attachment:
         return header
 
     def _write(self, data: bytes, *, fsync: bool) -> None:
-        created = self._fd is None and not self.durable
+        created = not self.durable  # also after a failed first append: the entry needs syncing
         fd = self._open_for_append()
         self._check_unchanged(fd)
         known = created or self._as_expected(fd)
         view = memoryview(data)
+        self._attempted = data  # until it is all written: what a torn tail can hold
         while view:
             view = view[os.write(fd, view) :]
+        self._attempted = b""
         if fsync:
             os.fsync(fd)
             if created:
@@ -440,8 +443,10 @@ class Attachment:
     def _check_unchanged(self, fd: int) -> None:
         """Only this attachment writes the file. Bytes past the last whole record with no LF
         are a write that never finished (a crash, or a failed write here): they are dropped so
-        the new record starts on its own line. Anything else (the file replaced, shortened, or
-        holding records someone else appended) refuses the append rather than destroy them."""
+        the new record starts on its own line. So are bytes that begin what this attachment
+        last tried and failed to write (a full disk can cut an append after its header's LF).
+        Anything else (the file replaced, shortened, or holding records someone else
+        appended) refuses the append rather than destroy them."""
         info = os.fstat(fd)
         try:
             same_file = os.stat(self._path).st_ino == info.st_ino
@@ -451,7 +456,7 @@ class Attachment:
             raise OSError("the session file changed under its writer")
         if info.st_size > self._good_size:
             extra = os.pread(fd, info.st_size - self._good_size, self._good_size)
-            if b"\n" in extra:
+            if b"\n" in extra and not self._attempted.startswith(extra):
                 raise OSError("records were appended by another writer")
             os.ftruncate(fd, self._good_size)
             self._live = self._expected = None  # they described the torn bytes too
