@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from magi_code.limits import HISTORY_NEAR_SHARE, HISTORY_SNAPSHOT_PARTS
 from magi_code.providers.base import (
     Item,
     ModelRequest,
@@ -19,8 +20,8 @@ from magi_code.providers.base import (
     TextDelta,
 )
 from magi_code.runner import journal as journal_module
-from magi_code.runner.events import MessageDelta, RunEvent, RunFinished
-from magi_code.runner.journal import SessionJournal
+from magi_code.runner.events import Activity, Diagnostic, MessageDelta, RunEvent, RunFinished
+from magi_code.runner.journal import HISTORY_NEAR_CODE, PROJECTION_NEAR_TEXT, SessionJournal
 from magi_code.runner.replay import replay
 from magi_code.runner.setup import turn_setup
 from magi_code.runner.startup import Admitted, admit
@@ -227,3 +228,91 @@ async def test_a_legacy_assistant_record_replays_its_chunks(
     kinds = [json.loads(raw)["type"] for raw in path.read_bytes().split(b"\n") if raw]
     assert kinds.count("run_finished") == 4
     attachment.close()
+
+
+class Recording(Quiet):
+    def __init__(self) -> None:
+        self.events: list[RunEvent] = []
+
+    async def critical(self, event: RunEvent) -> None:
+        self.events.append(event)
+
+
+def _prefilled(world: tuple[Admitted, SessionStore, Attachment], parts: int) -> Attachment:
+    """The world's session replaced by a stored one of `parts` one-line parts, opened."""
+    admitted, store, lazy = world
+    sid = lazy.session_id
+    lazy.close()
+    records: list[dict[str, Any]] = [
+        {"type": "session", "cwd": admitted.cwd, "created_at": "2026-01-01T00:00Z"}
+    ]
+    for number in range(parts // 2):
+        run = f"r{number}"
+        records += [
+            {"type": "user", "run_id": run, "message_id": f"u{number}", "text": f"q{number}"},
+            {"type": "assistant", "run_id": run, "message_id": f"a{number}", "text": "ok"},
+            {"type": "run_finished", "run_id": run, "outcome": "completed", "error_code": None},
+        ]
+    records += [{"type": "compaction", "text": "filler"}] * (parts % 2)
+    lines = [json.dumps({"session_id": sid, **r}).encode() + b"\n" for r in records]
+    store.path_of(sid).write_bytes(b"".join(lines))
+    attachment, _ = store.open(sid, admitted.cwd)
+    assert attachment.history.part_count == parts
+    return attachment
+
+
+async def _recorded_turn(
+    world: tuple[Admitted, SessionStore, Attachment], attachment: Attachment, prompt: str
+) -> tuple[RunFinished, list[RunEvent]]:
+    admitted, store, _ = world
+    recording = Recording()
+    setup = turn_setup(
+        admitted,
+        ("fixture", None, None),
+        attachment.session_id,
+        os.urandom(8).hex(),
+        ApprovalBroker(recording.announce),
+    )
+    journal = SessionJournal(attachment, store.path_of(attachment.session_id))
+    finished = await run_turn(setup, journal, recording, TurnControl(), prompt)
+    return finished, recording.events
+
+
+NEAR_PARTS = int(HISTORY_NEAR_SHARE * HISTORY_SNAPSHOT_PARTS)
+
+
+@pytest.mark.parametrize(("parts", "warned"), [(NEAR_PARTS, True), (NEAR_PARTS - 1, False)])
+async def test_a_turn_that_brings_the_history_near_its_budget_warns(
+    world: tuple[Admitted, SessionStore, Attachment], parts: int, warned: bool
+) -> None:
+    attachment = _prefilled(world, parts - 2)  # a one-line turn adds its prompt and reply
+    finished, events = await _recorded_turn(world, attachment, "one more")
+    assert (finished.persistence, finished.revision is not None) == ("durable", True)
+    assert attachment.history.part_count == parts
+    assert not [e for e in events if isinstance(e, Activity)]  # no compaction yet
+    warnings = [e for e in events if isinstance(e, Diagnostic)]
+    assert warnings == ([Diagnostic(HISTORY_NEAR_CODE, PROJECTION_NEAR_TEXT)] if warned else [])
+    attachment.close()
+
+
+async def test_the_next_turn_compacts_and_the_session_stays_reopenable(
+    world: tuple[Admitted, SessionStore, Attachment],
+) -> None:
+    admitted, store, _ = world
+    attachment = _prefilled(world, NEAR_PARTS)
+    finished, events = await _recorded_turn(world, attachment, "and now?")
+    assert (finished.outcome, finished.persistence) == ("completed", "durable")
+    assert finished.revision is not None
+    compactions = [e.state for e in events if isinstance(e, Activity) and e.kind == "compaction"]
+    assert compactions == ["started", "completed"]
+    assert not [e for e in events if isinstance(e, Diagnostic)]  # folded: nothing to warn of
+    assert attachment.history.part_count == 3  # the prompt, the summary, the reply
+    sid = attachment.session_id
+    attachment.close()
+    reopened, _ = store.open(sid, admitted.cwd)
+    page = reopened.history.page(reopened.history.revision, None)
+    assert [entry["kind"] for entry in page.entries] == ["user", "compaction", "assistant"]
+    assert page.entries[0]["text"] == "and now?" and page.complete
+    _, events = await _recorded_turn(world, reopened, "later")  # no second compaction
+    assert not [e for e in events if isinstance(e, Activity)]
+    reopened.close()

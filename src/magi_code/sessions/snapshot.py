@@ -63,6 +63,11 @@ class Built:
     stored_ids: Mapping[str, str]  # stored user/assistant message_id -> projected message ID
 
 
+def fullness(built: Built) -> float:
+    """The share of the tighter snapshot budget that `built` uses (1.0: exactly full)."""
+    return max(len(built.parts) / HISTORY_SNAPSHOT_PARTS, sum(built.sizes) / HISTORY_SNAPSHOT_BYTES)
+
+
 def build(
     projection: Projection,
     *,
