@@ -18,7 +18,9 @@ from magi_code.providers.base import (
     ProviderError,
     ProviderEvent,
     TextDelta,
+    UserText,
 )
+from magi_code.runner import compaction
 from magi_code.runner import journal as journal_module
 from magi_code.runner.events import Activity, Diagnostic, MessageDelta, RunEvent, RunFinished
 from magi_code.runner.journal import HISTORY_NEAR_CODE, PROJECTION_NEAR_TEXT, SessionJournal
@@ -316,3 +318,23 @@ async def test_the_next_turn_compacts_and_the_session_stays_reopenable(
     _, events = await _recorded_turn(world, reopened, "later")  # no second compaction
     assert not [e for e in events if isinstance(e, Activity)]
     reopened.close()
+
+
+def test_a_replay_knows_its_size_as_records_replace_and_compact() -> None:
+    """The size a replay hands over (for the token estimate) is the sum a full count gives,
+    through chunks, their reconciled copy, tools and a compaction; appended items count too."""
+    records: list[dict[str, Any]] = [
+        {"type": "user", "run_id": "r1", "message_id": "u1", "text": "héllo"},
+        {"type": "assistant_chunk", "run_id": "r1", "message_id": "a1", "index": 0, "text": "ab"},
+        {"type": "assistant_chunk", "run_id": "r1", "message_id": "a1", "index": 1, "text": "c"},
+        {"type": "assistant", "run_id": "r1", "message_id": "a1", "text": "abcdef"},
+        {"type": "tool", "run_id": "r1", "activity_id": "t", "name": "read", "state": "completed"},
+        {"type": "user", "run_id": "r2", "message_id": "u2", "text": "more"},
+        {"type": "compaction", "run_id": "r2", "text": "summary", "keep_from": "u2"},
+        {"type": "assistant", "run_id": "r2", "message_id": "a2", "text": "x" * 100},
+    ]
+    for end in range(len(records) + 1):
+        items = replay(records[:end])
+        assert compaction.total_bytes(items) == sum(map(compaction.item_bytes, list(items)))
+        items.append(UserText("appended"))
+        assert compaction.total_bytes(items) == sum(map(compaction.item_bytes, list(items)))

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from magi_code.providers.base import AssistantText, Item, ToolCall, ToolResult, UserText
-from magi_code.runner.compaction import summary_item
+from magi_code.runner.compaction import SizedItems, item_bytes, summary_item
 
 
 class Replayer:
@@ -26,12 +26,13 @@ class Replayer:
         self._chunks: dict[tuple[str, str], list[str] | None] = {}  # None once reconciled
         self._slots: dict[tuple[str, str], int] = {}  # assistant (run_id, message_id) -> index
         self._prompts: dict[str, int] = {}  # user message_id -> index in items
+        self._bytes = 0  # item_bytes of all items, kept as they change
 
     def feed(self, record: Mapping[str, Any]) -> None:
         kind = record.get("type")
         if kind == "user":
             self._prompts[str(record.get("message_id", ""))] = len(self._items)
-            self._items.append(UserText(str(record["text"])))
+            self._append(UserText(str(record["text"])))
         elif kind == "compaction":
             self._compact(str(record["text"]), str(record.get("keep_from", "")))
         elif kind == "assistant_chunk":
@@ -48,18 +49,23 @@ class Replayer:
         elif kind == "tool" and record.get("state") in ("completed", "failed"):
             call_id = str(record.get("call_id", record.get("activity_id", "")))
             arguments = str(record.get("arguments", "{}"))
-            self._items.append(ToolCall(call_id, str(record["name"]), arguments))
-            self._items.append(
+            self._append(ToolCall(call_id, str(record["name"]), arguments))
+            self._append(
                 ToolResult(call_id, str(record.get("result", "")), record.get("state") == "failed")
             )
 
-    def items(self) -> list[Item]:
+    def items(self) -> SizedItems:
         """The items so far, as a new list the caller may extend."""
-        return self._items.copy()
+        return SizedItems(self._items, self._bytes)
+
+    def _append(self, item: Item) -> None:
+        self._items.append(item)
+        self._bytes += item_bytes(item)
 
     def _compact(self, summary: str, keep_from: str) -> None:
         start = self._prompts.get(keep_from, len(self._items))
         self._items = [summary_item(summary), *self._items[start:]]
+        self._bytes = sum(map(item_bytes, self._items))
         shift = start - 1
         self._slots = {m: i - shift for m, i in self._slots.items() if i >= start}
         self._prompts = {m: i - shift for m, i in self._prompts.items() if i >= start}
@@ -67,10 +73,13 @@ class Replayer:
 
     def _place(self, segment: tuple[str, str], text: str) -> None:
         if segment in self._slots:
-            self._items[self._slots[segment]] = AssistantText(text)
+            index = self._slots[segment]
+            self._bytes -= item_bytes(self._items[index])
+            self._items[index] = AssistantText(text)
+            self._bytes += item_bytes(self._items[index])
         else:
             self._slots[segment] = len(self._items)
-            self._items.append(AssistantText(text))
+            self._append(AssistantText(text))
 
 
 def _segment(record: Mapping[str, Any]) -> tuple[str, str]:
