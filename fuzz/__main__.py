@@ -1,7 +1,9 @@
-"""`python -m fuzz [NAME ...]`: each target (all by default) under atheris for FUZZ_SECONDS
-(env, default 60), each in its own process, one after the other. Without atheris installed
-(`pip install -e '.[fuzz]'`) the seeded mutation loop of mutate.py runs instead, in process.
-Prints one line per target; exits 1 when any target found something."""
+"""`python -m fuzz [NAME ...]`: each target (all by default) for FUZZ_SECONDS (env, default
+60), one after the other: first a sixth of the budget (at most 10 s) of mutate.py's seeded
+loop, which grows structure fast (deep nesting, split escapes), then the rest under atheris,
+coverage-guided, in its own process. Without atheris installed (`pip install -e '.[fuzz]'`)
+the loop runs the whole budget. Prints one line per target; exits 1 when any found something.
+"""
 
 import importlib.util
 import os
@@ -9,6 +11,7 @@ import subprocess
 import sys
 import time
 
+from fuzz.mutate import run_for
 from fuzz.targets import TARGETS
 
 FINDINGS = os.path.join("fuzz", "findings")
@@ -19,44 +22,46 @@ def main() -> int:
     names = sys.argv[1:] or list(TARGETS)
     with_atheris = importlib.util.find_spec("atheris") is not None
     if not with_atheris:
-        print("atheris is not installed: running the mutation loop instead", flush=True)
+        print("atheris is not installed: the mutation loop runs the whole budget", flush=True)
+    looped = min(10, seconds // 6) if with_atheris else seconds
     failed = []
     for name in names:
         started = time.monotonic()
-        if with_atheris:
-            command = [sys.executable, "-m", "fuzz.atheris_run", name, str(seconds), FINDINGS]
-            done = subprocess.run(command, capture_output=True, text=True, check=False)
-            ok = done.returncode == 0
-            runs = _stat(done.stderr, "stat::number_of_executed_units:")
-            if not ok:
-                sys.stderr.write(done.stderr[-4000:])
-        else:
-            from fuzz.mutate import run_for
-
-            try:
-                runs = str(run_for(TARGETS[name].run, TARGETS[name].seeds, seconds))
-                ok = True
-            except Exception as finding:  # noqa: BLE001 - a finding is reported, not raised
-                runs, ok = "?", False
-                sys.stderr.write(f"{name}: {type(finding).__name__}: {finding}\n")
-                for note in getattr(finding, "__notes__", []):
-                    sys.stderr.write(f"  {note[:400]}\n")
+        ok, runs = _loop(name, looped)
+        if ok and with_atheris:
+            ok, runs = _atheris(name, seconds - looped, runs)
         took = time.monotonic() - started
-        print(
-            f"{name:<9} {'ok' if ok else 'FINDING':<8} {runs:>10} inputs  {took:6.1f} s", flush=True
-        )
+        verdict = "ok" if ok else "FINDING"
+        print(f"{name:<9} {verdict:<8} {runs:>10} inputs  {took:6.1f} s", flush=True)
         if not ok:
             failed.append(name)
     if failed:
-        print(f"findings in: {', '.join(failed)} (inputs under {FINDINGS}/)")
+        print(f"findings in: {', '.join(failed)} (their inputs are under {FINDINGS}/)")
     return 1 if failed else 0
 
 
-def _stat(text: str, key: str) -> str:
-    for line in text.splitlines():
-        if line.startswith(key):
-            return line.removeprefix(key).strip()
-    return "?"
+def _loop(name: str, seconds: int) -> tuple[bool, int]:
+    try:
+        return True, run_for(TARGETS[name].run, TARGETS[name].seeds, seconds)
+    except Exception as finding:  # noqa: BLE001 - a finding is reported, not raised
+        sys.stderr.write(f"{name}: {type(finding).__name__}: {finding}\n")
+        for note in getattr(finding, "__notes__", []):
+            sys.stderr.write(f"  {note[:400]}\n")
+        os.makedirs(FINDINGS, exist_ok=True)
+        with open(os.path.join(FINDINGS, f"{name}-loop-finding"), "wb") as out:
+            out.write(getattr(finding, "fuzz_input", b""))
+        return False, 0
+
+
+def _atheris(name: str, seconds: int, runs: int) -> tuple[bool, int]:
+    command = [sys.executable, "-m", "fuzz.atheris_run", name, str(seconds), FINDINGS]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        sys.stderr.write(done.stderr[-4000:])
+    for line in done.stderr.splitlines():
+        if line.startswith("stat::number_of_executed_units:"):
+            runs += int(line.split(":")[-1])
+    return done.returncode == 0, runs
 
 
 if __name__ == "__main__":

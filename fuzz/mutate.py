@@ -80,6 +80,7 @@ def run_for(
             target(data)
         except BaseException as finding:
             finding.add_note(f"fuzz input: {data!r}")
+            finding.fuzz_input = data  # type: ignore[attr-defined]
             raise
         count += 1
         if len(current) < 256 and rng.random() < 0.05:

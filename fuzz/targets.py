@@ -225,6 +225,7 @@ TARGETS: dict[str, Target] = {
             b'provider = "fixture"\nmodel = "m"\n[providers.fixture]\nwire_api = "fixture"\n'
             b'models = ["m"]\n[sessions]\nretention_days = 3\n',
             b"a.b.c = [1, {x = 2}]\n",
+            b"a = " + b"[" * 480 + b"]" * 480,  # deep, within what tomllib's recursion allows
         ],
     ),
 }
