@@ -1,7 +1,8 @@
 """A soak: SOAK_TURNS one-line fixture turns in one session, in process.
 
-Prints, at each checkpoint turn, the resident set size and the median turn time of the
-WINDOW turns ending there, the turns at which the session compacted (the history nearing its
+Prints, at each checkpoint turn, the resident set size and the median wall and CPU time of
+the WINDOW turns ending there (wall time includes the prompt's fsync, whose cost varies with
+the disk, not the session), the turns at which the session compacted (the history nearing its
 snapshot budget folds it, sessions/reader.py) and whether every run finished durable with a
 revision; then reopens the session as a fresh attachment would. Target: turn time and RSS
 flat within 10% between compactions, no cliff (before issue 19.8 the 10,000-part budget was
@@ -10,11 +11,14 @@ passed near turn 3,075 and each later turn re-read the whole file).
 Run twice: with the built-in fixture provider, which looks at every replayed item of each
 request (finding its script, estimating usage), a cost that grows with the history as a real
 provider's does by sending it; and with a constant provider that answers "ok" without
-looking, which isolates the runner's and the session's own cost per turn.
+looking, which isolates the runner's and the session's own cost per turn. Each run is its own
+process, so that its RSS is its own.
 """
 
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
@@ -33,7 +37,7 @@ from magi_code.tools.approvals import ApprovalBroker
 
 SOAK_TURNS = int(os.environ.get("SOAK_TURNS", "5000"))
 CHECKPOINTS = (10, 1_000, 2_000, 3_000, 4_000, 5_000)
-WINDOW = 10  # turns per median
+WINDOW = 100  # turns per median
 
 
 class Counting:
@@ -81,6 +85,7 @@ async def soak(constant: bool) -> None:
         attachment = store.create(admitted.cwd, Selection("fixture", "fixture-model", None))
         path = store.path_of(attachment.session_id)
         times: list[float] = []
+        cpu: list[float] = []
         compacted_at: list[int] = []
         warned_at: list[int] = []
         all_durable = True
@@ -96,19 +101,22 @@ async def soak(constant: bool) -> None:
             if constant:
                 setup.provider = Constant()
             journal = SessionJournal(attachment, path)
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), time.process_time()
             finished = await run_turn(setup, journal, counting, TurnControl(), f"question {turn}")
             times.append(time.perf_counter() - started)
+            cpu.append(time.process_time() - started_cpu)
             all_durable &= finished.persistence == "durable" and finished.revision is not None
             if counting.compactions:
                 compacted_at.append(turn)
             if counting.warnings:
                 warned_at.append(turn)
             if turn in CHECKPOINTS:
-                window = statistics.median(times[-WINDOW:])
+                first = max(1, turn - WINDOW + 1)
                 print(
                     f"turn {turn:>5}: RSS {rss_mb():6.1f} MB, median turn "
-                    f"{window * 1000:6.2f} ms (turns {turn - WINDOW + 1}-{turn}), "
+                    f"{statistics.median(times[-WINDOW:]) * 1000:5.2f} ms wall, "
+                    f"{statistics.median(cpu[-WINDOW:]) * 1000:5.2f} ms CPU "
+                    f"(turns {first}-{turn}); "
                     f"{attachment.history.part_count} history parts",
                     flush=True,
                 )
@@ -133,10 +141,15 @@ def _ranges(turns: list[int]) -> str:
 
 
 def main() -> None:
-    for constant in (False, True):
-        print(f"-- {'constant' if constant else 'fixture'} provider", flush=True)
-        anyio.run(soak, constant)
+    for provider in ("fixture", "constant"):
+        print(f"-- {provider} provider", flush=True)
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        command = [sys.executable, "-m", "bench.bench_soak", provider]
+        subprocess.run(command, cwd=here, check=True)
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:]:
+        anyio.run(soak, sys.argv[1] == "constant")
+    else:
+        main()
