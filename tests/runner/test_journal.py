@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from magi_code.limits import HISTORY_NEAR_SHARE, HISTORY_SNAPSHOT_PARTS
+from magi_code.limits import HISTORY_NEAR_SHARE, HISTORY_SNAPSHOT_PARTS, STORED_HISTORY_LINES
 from magi_code.providers.base import (
     Item,
     ModelRequest,
@@ -23,7 +23,12 @@ from magi_code.providers.base import (
 from magi_code.runner import compaction
 from magi_code.runner import journal as journal_module
 from magi_code.runner.events import Activity, Diagnostic, MessageDelta, RunEvent, RunFinished
-from magi_code.runner.journal import HISTORY_NEAR_CODE, PROJECTION_NEAR_TEXT, SessionJournal
+from magi_code.runner.journal import (
+    HISTORY_NEAR_CODE,
+    PROJECTION_NEAR_TEXT,
+    STORED_NEAR_TEXT,
+    SessionJournal,
+)
 from magi_code.runner.replay import replay
 from magi_code.runner.setup import turn_setup
 from magi_code.runner.startup import Admitted, admit
@@ -338,3 +343,25 @@ def test_a_replay_knows_its_size_as_records_replace_and_compact() -> None:
         assert compaction.total_bytes(items) == sum(map(compaction.item_bytes, list(items)))
         items.append(UserText("appended"))
         assert compaction.total_bytes(items) == sum(map(compaction.item_bytes, list(items)))
+
+
+NEAR_LINES = int(HISTORY_NEAR_SHARE * STORED_HISTORY_LINES)
+
+
+@pytest.mark.parametrize(("lines", "warned"), [(NEAR_LINES, True), (NEAR_LINES - 1, False)])
+def test_a_file_near_the_stored_lines_bound_says_to_start_a_new_session(
+    world: tuple[Admitted, SessionStore, Attachment], lines: int, warned: bool
+) -> None:
+    admitted, store, lazy = world
+    sid = lazy.session_id
+    lazy.close()
+    header = {"type": "session", "cwd": admitted.cwd, "created_at": "2026-01-01T00:00Z"}
+    internal = json.dumps({"session_id": sid, "type": "internal"}).encode() + b"\n"
+    path = store.path_of(sid)
+    path.write_bytes(json.dumps({"session_id": sid, **header}).encode() + b"\n")
+    with path.open("ab") as out:
+        out.write(internal * (lines - 1))
+    attachment, _ = store.open(sid, admitted.cwd)
+    warning = SessionJournal(attachment, path).history_warning()
+    assert warning == (Diagnostic(HISTORY_NEAR_CODE, STORED_NEAR_TEXT) if warned else None)
+    attachment.close()
