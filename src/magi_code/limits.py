@@ -34,6 +34,7 @@ HISTORY_SNAPSHOT_BYTES = 8 * 1024 * 1024
 HISTORY_SNAPSHOT_PARTS = 10_000
 STORED_HISTORY_BYTES = 64 * 1024 * 1024
 STORED_HISTORY_LINES = 100_000
+HISTORY_NEAR_SHARE = 0.9  # of any history bound above: warn the client; fold at a compaction
 SESSION_ID_BYTES = 64
 DEFAULT_RETENTION_DAYS = 30  # CLI retention; 0 disables the automatic sweep
 

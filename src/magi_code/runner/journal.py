@@ -5,6 +5,13 @@ The replay items are kept per attachment (a journal lives for one run; the attac
 many): built from the file once, then extended by every record appended through a journal.
 They are used only while the attachment's revision is the one they were extended to and the
 file is as the attachment left it; otherwise they are rebuilt from the file.
+
+History bounds: when the last snapshot's projection holds HISTORY_NEAR_SHARE of its budget,
+the next run compacts once before its first model call (`compaction_due`); that compaction
+record lets the projection fold at the run's prompt (sessions/reader.py), so the session stays
+reopenable. After a run, `history_warning` is a diagnostic for the client while the projection
+or the file nears a bound; the stored-read bounds cannot be lowered, so near them it says to
+start a new session.
 """
 
 from collections.abc import Iterator
@@ -15,12 +22,23 @@ from weakref import WeakKeyDictionary
 
 import jiter
 
+from magi_code.limits import HISTORY_NEAR_SHARE
 from magi_code.providers.base import Item
+from magi_code.runner.events import Diagnostic
 from magi_code.runner.replay import Replayer
 from magi_code.sessions import Attachment, SessionError
 from magi_code.sessions.snapshot import projected_message_id
 
 BLOCK_BYTES = 1 << 20
+HISTORY_NEAR_CODE = "history_near_limit"
+PROJECTION_NEAR_TEXT = (
+    "This session's history is nearly at its size limit: the next turn summarizes the earlier "
+    "conversation, and only the summary and what follows stay in the history."
+)
+STORED_NEAR_TEXT = (
+    "This session's file is nearly at its size limit and will soon no longer reopen: "
+    "start a new session."
+)
 
 
 @dataclass
@@ -35,6 +53,25 @@ _REPLAYS: "WeakKeyDictionary[Attachment, _Replay]" = WeakKeyDictionary()
 class SessionJournal:
     def __init__(self, attachment: Attachment, path: Path) -> None:
         self.attachment, self.path = attachment, path
+        self._compaction_asked = False
+
+    def compaction_due(self) -> bool:
+        """True at most once per journal (one run), when the projection was nearly at its
+        budget at the last snapshot."""
+        if self._compaction_asked:
+            return False
+        self._compaction_asked = True
+        return self.attachment.fullness.projection >= HISTORY_NEAR_SHARE
+
+    def history_warning(self) -> Diagnostic | None:
+        """The client's warning while the session nears a history bound (ask after
+        `revision`, which measures it)."""
+        fullness = self.attachment.fullness
+        if fullness.stored >= HISTORY_NEAR_SHARE:
+            return Diagnostic(HISTORY_NEAR_CODE, STORED_NEAR_TEXT)
+        if fullness.projection >= HISTORY_NEAR_SHARE:
+            return Diagnostic(HISTORY_NEAR_CODE, PROJECTION_NEAR_TEXT)
+        return None
 
     def append(self, record: dict[str, Any], *, fsync: bool) -> None:
         kept = _REPLAYS.get(self.attachment)

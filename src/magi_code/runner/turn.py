@@ -71,6 +71,8 @@ class Journal(Protocol):
     def acknowledge(self, stored_message_id: str) -> tuple[str, str]: ...  # id, revision
     def revision(self) -> str | None: ...  # a fresh revision after the run, None if none
     def replay(self) -> list[Item]: ...
+    def compaction_due(self) -> bool: ...  # the history nears its budget: compact once
+    def history_warning(self) -> Diagnostic | None: ...  # after revision(): near a bound
 
 
 class Emitter(Protocol):
@@ -207,7 +209,9 @@ class Turn:
             ToolSpec(t.name, t.description, t.parameters) for t in self.setup.tools.values()
         )
         while True:
-            if compaction.due(items, self.usage, self.counted, self.setup.context_window):
+            history_full = self.journal.compaction_due()  # true at the first round at most
+            window = self.setup.context_window
+            if history_full or compaction.due(items, self.usage, self.counted, window):
                 items = await self.compact(items)
             calls = await self.stream(items, specs)
             await self.close_segment(partial=False)
@@ -455,6 +459,10 @@ class Turn:
                 )
         persistence: Persistence = "degraded" if self.degraded else "durable"
         revision = None if self.degraded else self.journal.revision()
+        warning = self.journal.history_warning()
+        if warning is not None and delivered:
+            with suppress(OutputUnavailable):
+                await self.emit.critical(warning)
         return RunFinished(outcome, persistence, revision, error)  # type: ignore[arg-type]
 
 
