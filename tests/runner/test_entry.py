@@ -44,7 +44,6 @@ def one_turn(tmp_path: Path, prompt: str) -> tuple[RunFinished, Any]:
     async def go() -> RunFinished:
         return await start_turn(
             admitted,
-            store,
             attachment,
             (None, None, None),
             prompt,
@@ -83,7 +82,6 @@ def test_a_setup_failure_is_not_started_and_never_raises(tmp_path: Path) -> None
     async def go() -> RunFinished:
         return await start_turn(
             admitted,
-            store,
             attachment,
             ("no-such-provider", None, None),  # turn_setup raises KeyError
             "hello",

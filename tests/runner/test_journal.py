@@ -21,7 +21,6 @@ from magi_code.providers.base import (
     UserText,
 )
 from magi_code.runner import compaction
-from magi_code.runner import journal as journal_module
 from magi_code.runner.events import Activity, Diagnostic, MessageDelta, RunEvent, RunFinished
 from magi_code.runner.journal import (
     HISTORY_NEAR_CODE,
@@ -77,13 +76,13 @@ class CountingReplays:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
-        records = SessionJournal.records
+        records = Attachment.records
 
-        def counted(journal: SessionJournal) -> Any:
+        def counted(attachment: Attachment) -> Any:
             self.count += 1
-            return records(journal)
+            return records(attachment)
 
-        monkeypatch.setattr(journal_module.SessionJournal, "records", counted)
+        monkeypatch.setattr(Attachment, "records", counted)
 
 
 @pytest.fixture
@@ -100,7 +99,7 @@ def world(tmp_path: Path) -> tuple[Admitted, SessionStore, Attachment]:
 async def _turn(
     world: tuple[Admitted, SessionStore, Attachment], prompt: str, breaks: bool = False
 ) -> tuple[RunFinished, list[Item]]:
-    admitted, store, attachment = world
+    admitted, _, attachment = world
     quiet = Quiet()
     setup = turn_setup(
         admitted,
@@ -119,7 +118,7 @@ async def _turn(
         return inner(request)
 
     setup.provider = type("Spy", (), {"id": provider.id, "stream": staticmethod(stream)})()
-    journal = SessionJournal(attachment, store.path_of(attachment.session_id))
+    journal = SessionJournal(attachment)
     finished = await run_turn(setup, journal, quiet, TurnControl(), prompt)
     return finished, seen
 
@@ -271,7 +270,7 @@ def _prefilled(world: tuple[Admitted, SessionStore, Attachment], parts: int) -> 
 async def _recorded_turn(
     world: tuple[Admitted, SessionStore, Attachment], attachment: Attachment, prompt: str
 ) -> tuple[RunFinished, list[RunEvent]]:
-    admitted, store, _ = world
+    admitted, _, _ = world
     recording = Recording()
     setup = turn_setup(
         admitted,
@@ -280,7 +279,7 @@ async def _recorded_turn(
         os.urandom(8).hex(),
         ApprovalBroker(recording.announce),
     )
-    journal = SessionJournal(attachment, store.path_of(attachment.session_id))
+    journal = SessionJournal(attachment)
     finished = await run_turn(setup, journal, recording, TurnControl(), prompt)
     return finished, recording.events
 
@@ -362,6 +361,6 @@ def test_a_file_near_the_stored_lines_bound_says_to_start_a_new_session(
     with path.open("ab") as out:
         out.write(internal * (lines - 1))
     attachment, _ = store.open(sid, admitted.cwd)
-    warning = SessionJournal(attachment, path).history_warning()
+    warning = SessionJournal(attachment).history_warning()
     assert warning == (Diagnostic(HISTORY_NEAR_CODE, STORED_NEAR_TEXT) if warned else None)
     attachment.close()

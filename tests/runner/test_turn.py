@@ -79,12 +79,12 @@ async def turn(
     prompt: str,
     emit: Recorder,
 ) -> RunFinished:
-    admitted, attachment, store = world
+    admitted, attachment, _ = world
     setup = turn_setup(
         admitted, ("fixture", None, None), attachment.session_id, "r", ApprovalBroker(emit.announce)
     )
     setup.provider = provider
-    journal = SessionJournal(attachment, store.path_of(attachment.session_id))
+    journal = SessionJournal(attachment)
     return await run_turn(setup, journal, emit, TurnControl(), prompt)
 
 

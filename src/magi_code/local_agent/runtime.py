@@ -274,7 +274,6 @@ class LocalRuntime:
         try:
             finished = await start_turn(
                 self.admitted,
-                self.store,
                 attachment,
                 (self.provider, self.model, self.thinking),
                 prompt,

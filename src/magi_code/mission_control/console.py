@@ -84,7 +84,6 @@ class Console:
             try:
                 finished = await start_turn(
                     self.admitted,
-                    self.store,
                     self.attachment,
                     selection,
                     prompt,

@@ -15,13 +15,12 @@ from magi_code.runner.journal import SessionJournal
 from magi_code.runner.setup import Selection, turn_setup
 from magi_code.runner.startup import Admitted
 from magi_code.runner.turn import Emitter, TurnControl, run_turn
-from magi_code.sessions import Attachment, SessionStore
+from magi_code.sessions import Attachment
 from magi_code.tools.approvals import ApprovalBroker
 
 
 async def start_turn(
     admitted: Admitted,
-    store: SessionStore,
     attachment: Attachment,
     selection: Selection,
     prompt: str,
@@ -37,7 +36,7 @@ async def start_turn(
     try:
         setup = turn_setup(admitted, selection, attachment.session_id, run_id, approvals)
         finished = RunFinished("failed", "degraded", None, "execution_failed")
-        journal = SessionJournal(attachment, store.path_of(attachment.session_id))
+        journal = SessionJournal(attachment)
         return await run_turn(setup, journal, emitter, control, prompt)
     except Exception:  # noqa: BLE001 - a crashed run still ends in one RunFinished
         from magi_code.debug import absorbed

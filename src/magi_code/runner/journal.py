@@ -14,13 +14,9 @@ or the file nears a bound; the stored-read bounds cannot be lowered, so near the
 start a new session.
 """
 
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from weakref import WeakKeyDictionary
-
-import jiter
 
 from magi_code.limits import HISTORY_NEAR_SHARE
 from magi_code.providers.base import Item
@@ -29,7 +25,6 @@ from magi_code.runner.replay import Replayer
 from magi_code.sessions import Attachment, SessionError
 from magi_code.sessions.snapshot import projected_message_id
 
-BLOCK_BYTES = 1 << 20
 HISTORY_NEAR_CODE = "history_near_limit"
 PROJECTION_NEAR_TEXT = (
     "This session's history is nearly at its size limit: the next turn summarizes the earlier "
@@ -51,8 +46,8 @@ _REPLAYS: "WeakKeyDictionary[Attachment, _Replay]" = WeakKeyDictionary()
 
 
 class SessionJournal:
-    def __init__(self, attachment: Attachment, path: Path) -> None:
-        self.attachment, self.path = attachment, path
+    def __init__(self, attachment: Attachment) -> None:
+        self.attachment = attachment
         self._compaction_asked = False
 
     def compaction_due(self) -> bool:
@@ -102,18 +97,7 @@ class SessionJournal:
         revision = self.attachment.revision
         if kept is None or kept.revision != revision or not self.attachment.intact():
             replayer = Replayer()
-            for record in self.records():
+            for record in self.attachment.records():
                 replayer.feed(record)
             kept = _REPLAYS[self.attachment] = _Replay(replayer, revision)
         return kept.replayer.items()
-
-    def records(self) -> Iterator[dict[str, Any]]:
-        """Every whole record of the file, split on b"\\n"; a torn tail is not a record."""
-        with self.path.open("rb") as handle:
-            pending = b""
-            while block := handle.read(BLOCK_BYTES):
-                lines = (pending + block).split(b"\n")
-                pending = lines.pop()
-                for line in lines:
-                    if line:
-                        yield jiter.from_json(line, cache_mode="keys")

@@ -43,6 +43,7 @@ from magi_code.sessions.reader import (
 from magi_code.sessions.records import Record
 from magi_code.sessions.snapshot import Builder, Built, HistorySnapshot, Page, fullness
 
+RECORDS_BLOCK_BYTES = 1 << 20  # read size when the runner replays a file
 Available = Callable[[str, str], bool]
 
 
@@ -347,6 +348,18 @@ class Attachment:
         derived from its reads and appends (a replay, the live projection) still holds."""
         with self._lock:
             return self._expected is not None and self._intact()
+
+    def records(self) -> Iterator[Record]:
+        """Every whole record of the file, checked as a reader checks it (session_invalid
+        otherwise); a torn tail is not a record. For a replay that must start from the file."""
+        with open(self._path, "rb") as handle:
+            pending = b""
+            while block := handle.read(RECORDS_BLOCK_BYTES):
+                lines = (pending + block).split(b"\n")
+                pending = lines.pop()
+                for line in lines:
+                    if line:
+                        yield decode_record(line, self.session_id)
 
     def page(self, session_id: str, revision: str, cursor: str | None) -> Page:
         """One page of the current snapshot: stale_session for another session's ID."""
