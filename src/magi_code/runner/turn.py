@@ -53,7 +53,7 @@ from magi_code.runner.events import (
     RunEvent,
     RunFinished,
 )
-from magi_code.runner.text import split_utf8
+from magi_code.runner.text import encodable, split_utf8
 from magi_code.tools.approvals import ApprovalBroker
 from magi_code.tools.base import Tool, ToolContext, ToolInputError, ToolOutcome
 from magi_code.tools.policy import Policy
@@ -161,7 +161,7 @@ class Turn:
     def record(self, kind: str, fsync: bool = False, **fields: Any) -> None:
         try:
             self.journal.append({"type": kind, "run_id": self.setup.run_id, **fields}, fsync=fsync)
-        except OSError:  # the run goes on; its history is degraded
+        except (OSError, ValueError):  # the run goes on; its history is degraded
             self.degraded = True
 
     # ---- the run ---------------------------------------------------------------------------
@@ -178,7 +178,7 @@ class Turn:
                 },
                 fsync=True,
             )
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a record the session schema refuses
             return RunFinished("failed", "not_started", None, "persistence_failed")
         outcome, error = "completed", None
         with self.control.enter() as scope:
@@ -222,7 +222,8 @@ class Turn:
         calls: list[ToolCall] = []
         events = cast(AsyncGenerator[ProviderEvent, None], self.setup.provider.stream(request))
         async with aclosing(events):  # cancellation closes the active request
-            async for event in events:
+            async for untrusted in events:
+                event = encodable(untrusted)
                 if isinstance(event, TextDelta):
                     await self.text(event.text)
                 elif isinstance(event, ToolCallDone):
@@ -321,7 +322,8 @@ class Turn:
         try:
             events = cast(AsyncGenerator[ProviderEvent, None], self.setup.provider.stream(request))
             async with aclosing(events):
-                async for event in events:
+                async for untrusted in events:
+                    event = encodable(untrusted)
                     if isinstance(event, TextDelta):
                         parts.append(event.text)
         except ProviderError:
