@@ -8,12 +8,14 @@ from typing import Any
 
 import pytest
 
-from magi_code.client import ErrorResponse, LocalAgentClient
+from magi_code.client import ErrorResponse, Event, LocalAgentClient
 from magi_code.limits import FRAME_BYTES
+from magi_code.providers.fixture import split_text
+from magi_code.redact import redact
 from providers.local_server import LocalServer, Reply, sse
 
 from .conftest import Spawn
-from .turns import attach, pages, reconciled, run, start
+from .turns import attach, pages, reconciled, run, script, start
 
 LONE = ["hi \ud800 there", "\ude00\ud83d reversed pair", "ends high \udbff", "\udc00"]
 
@@ -97,3 +99,38 @@ def test_a_lone_surrogate_over_the_openai_chat_wire_is_replaced(spawn: Spawn, ho
             f'[providers.local]\nwire_api = "openai-chat"\nbase_url = "{server.url}/v1"\n'
         )
         lone_surrogate_turn(spawn(), "hi")
+
+
+SECRET = "sk-proj-" + "A1b2C3d4" * 3
+
+
+def shown_and_reconciled(events: list[Event]) -> tuple[str, str]:
+    deltas = "".join(e.data["text"] for e in events if e.name == "message.delta")
+    [reconcile] = reconciled(events).values()
+    return deltas, reconcile
+
+
+def halved_inside_the_secret(line: str, k: int) -> str:
+    """`line` padded so that the fixture's two deltas split it `k` characters into SECRET."""
+    for pad in ("x" * n for n in range(2 * len(line))):
+        for text in (pad + " " + line, line + " " + pad):
+            if len(split_text(text, 2)[0]) == text.index(SECRET) + k:
+                return text
+    raise AssertionError(k)
+
+
+def test_a_secret_split_across_deltas_is_never_shown(spawn: Spawn) -> None:
+    """Split into two deltas at every point, and into one delta per character: the live
+    stream (every prefix a client can have seen) never holds the secret or a piece of it."""
+    child = spawn()
+    sid = attach(child)
+    # Words around the secret, longer than the redactor's look-ahead: text before it shows
+    # while the stream runs, not only when the message ends.
+    line = "words before it " * 6 + f"the key is {SECRET} and that is all" + " after it" * 10
+    texts = [(line, len(line))]  # one character per delta
+    texts += [(halved_inside_the_secret(line, k), 2) for k in range(1, len(SECRET))]
+    for text, deltas in texts:
+        _, events = run(child, sid, script({"text": text, "deltas": deltas}))
+        shown, reconcile = shown_and_reconciled(events)
+        assert shown == reconcile == redact(text)
+        assert SECRET[8:16] not in shown and SECRET[-8:] not in shown

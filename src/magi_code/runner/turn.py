@@ -41,7 +41,7 @@ from magi_code.providers.base import (
     Usage,
     UserText,
 )
-from magi_code.redact import redact
+from magi_code.redact import LiveRedactor, redact
 from magi_code.runner import compaction
 from magi_code.runner.events import (
     Activity,
@@ -137,6 +137,7 @@ class Segment:
     chunk_index: int = 0
     delta_part: int = 0
     reconciled: bool = False
+    live: LiveRedactor = field(default_factory=LiveRedactor)  # what the deltas may show yet
 
     @property
     def text(self) -> str:
@@ -256,11 +257,14 @@ class Turn:
         segment = self.segment
         segment.parts.append(text)
         segment.unpersisted += len(text)
-        for piece in split_utf8(redact(text), limits.LIVE_CHUNK_BYTES):
-            self.emit.delta(MessageDelta(segment.message_id, segment.delta_part, piece))
-            segment.delta_part += 1
+        self.show(segment, segment.live.feed(text))
         if segment.unpersisted >= CHUNK_PERSIST_BYTES:
             self.persist_chunk()
+
+    def show(self, segment: Segment, redacted: str) -> None:
+        for piece in split_utf8(redacted, limits.LIVE_CHUNK_BYTES):
+            self.emit.delta(MessageDelta(segment.message_id, segment.delta_part, piece))
+            segment.delta_part += 1
 
     def persist_chunk(self) -> None:
         segment = self.segment
@@ -288,6 +292,7 @@ class Turn:
             self.persist_chunk()
         else:
             self.record("assistant", message_id=segment.message_id, text=segment.text)
+        self.show(segment, segment.live.end())  # the held-back tail, before the reconcile
         pieces = split_utf8(redact(segment.text), limits.LIVE_CHUNK_BYTES) or [""]
         for part, piece in enumerate(pieces):
             await self.emit.critical(
