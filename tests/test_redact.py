@@ -108,10 +108,9 @@ def test_a_secret_split_at_every_point_is_never_shown() -> None:
                 assert shown == r.redact(whole) and shown.startswith(filler[:40])
 
 
-def test_a_secret_left_open_silences_the_stream_until_reconciled() -> None:
-    live = r.LiveRedactor()
-    shown = live.feed("see -----BEGIN EC PRIVATE KEY-----\n")
-    for _ in range(LIVE_REDACTION_HOLD_CHARS // 64 + 1):
-        shown += live.feed("QUJD" * 16)
-    shown += live.feed(" the end ") + live.end()
-    assert shown == "see "  # shown once past the look-ahead; never any of the key
+def test_a_secret_held_open_past_the_bound_silences_the_stream() -> None:
+    header, bound = "-----BEGIN EC PRIVATE KEY-----\n", LIVE_REDACTION_HOLD_CHARS
+    for held, rest in ((bound, r.REDACTED), (bound + 1, "")):
+        live = r.LiveRedactor()
+        assert live.feed("see " + header + "Q" * (held - len(header))) == "see "
+        assert live.end() == rest  # silenced: the reconciled copy alone shows the rest
