@@ -24,7 +24,7 @@ def test_a_stalled_reader_still_gets_its_response_and_the_terminal(
 ) -> None:
     with pausable(workspace, home) as child:
         sid = attach(child)
-        run_id = start(child, sid, script({"text": "y" * 500, "repeat": 10_000, "hang": True}))
+        run_id = start(child, sid, script({"text": "y" * 500, "repeat": 2_000, "hang": True}))
         until(child, "message.delta")
         child.reading.clear()
         time.sleep(STALL_S)  # deltas fill the pipe, the output queue and the channel
