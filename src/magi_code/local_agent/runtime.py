@@ -20,7 +20,7 @@ from magi_code import limits
 from magi_code.local_agent.channel import ChannelFull, EventChannel, Item
 from magi_code.local_agent.envelope import Request, valid_name
 from magi_code.local_agent.errors import RequestRejected
-from magi_code.local_agent.output import uuid4
+from magi_code.local_agent.output import OutputFailed, OversizeFrame, UnencodableFrame, uuid4
 from magi_code.local_agent.params import exact
 
 if TYPE_CHECKING:
@@ -74,11 +74,24 @@ class LocalRuntime:
     # ---- the server's Runtime protocol -------------------------------------------------------
 
     def pump(self) -> None:
-        while self.server.queue.room > 0 and (item := self.channel.take()) is not None:
+        while self.server.queue.takes_events() and (item := self.channel.take()) is not None:
             name, data = item
-            self.server.event(name, data)
+            try:
+                self.server.event(name, data)
+            except (OversizeFrame, UnencodableFrame):
+                self._unframable(name)
+                continue
             if name == "run.finished":
                 self.run = self.run_id = None
+
+    def _unframable(self, name: str) -> None:
+        """An event that cannot be framed is never sent half-true: a delta is dropped (its
+        part number goes missing), any other event ends the run with output_unavailable,
+        and a terminal that cannot be sent is an output failure of the child."""
+        if name == "run.finished":
+            raise OutputFailed("unframable terminal")
+        if name != "message.delta" and self.run is not None:
+            self._cancel_run(self.run, "output_unavailable")
 
     def idle(self) -> bool:
         return self.run is None
@@ -253,7 +266,11 @@ class LocalRuntime:
     def on_turn_start(self, request: Request) -> None:
         exact(request.params, {"session_id": (str,), "prompt": (str,)})
         prompt = request.params["prompt"]
-        if len(prompt.encode("utf-8", "surrogatepass")) > limits.PROMPT_BYTES or not prompt.strip():
+        try:
+            size = len(prompt.encode("utf-8"))
+        except UnicodeEncodeError:  # a lone surrogate escape: no session file can store it
+            raise RequestRejected("invalid_params") from None
+        if size > limits.PROMPT_BYTES or not prompt.strip():
             raise RequestRejected("invalid_params")
         attachment = self._attached(request.params["session_id"])
         self.check_idle()

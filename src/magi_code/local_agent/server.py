@@ -25,7 +25,13 @@ from magi_code import limits
 from magi_code.local_agent.envelope import Rejection, Request, parse_request, valid_name
 from magi_code.local_agent.errors import CLOSING_ERRORS, RequestRejected
 from magi_code.local_agent.framing import Frame, FrameDecoder, FrameTooLarge, IncompleteFrame
-from magi_code.local_agent.output import FrameEncoder, OutputFailed, OutputQueue, OversizeFrame
+from magi_code.local_agent.output import (
+    FrameEncoder,
+    OutputFailed,
+    OutputQueue,
+    OversizeFrame,
+    UnencodableFrame,
+)
 from magi_code.local_agent.params import exact
 
 Handler = Callable[["Server", Request], None]
@@ -97,10 +103,12 @@ class Server:
         self.queue.write_some(lambda view: os.write(self.out_fd, view))
 
     def reply(self, request_id: str | None, result: dict[str, Any]) -> None:
+        """Send a result; one that cannot be framed (too large, not Unicode) is content_limit."""
         try:
-            self.send(self.encoder.response(request_id, result))
-        except OversizeFrame:
-            self.send(self.encoder.error(request_id, "content_limit"))
+            frame = self.encoder.response(request_id, result)
+        except (OversizeFrame, UnencodableFrame):
+            frame = self.encoder.error(request_id, "content_limit")
+        self.send(frame)
 
     def fail(self, request_id: str | None, code: str) -> None:
         self.send(self.encoder.error(request_id, code))
