@@ -24,14 +24,32 @@ from magi_code.local_agent.output import OutputFailed, OversizeFrame, Unencodabl
 from magi_code.local_agent.params import exact
 
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from anyio.from_thread import BlockingPortal
 
-    from magi_code.local_agent.server import Server
     from magi_code.runner.events import MessageDelta, RunEvent
     from magi_code.runner.startup import Admitted
     from magi_code.runner.turn import TurnControl
     from magi_code.sessions import Attachment, SessionStore
     from magi_code.tools.approvals import ApprovalBroker
+
+
+if TYPE_CHECKING:
+
+    class Host(Protocol):
+        """What the runtime may ask of the protocol loop (local_agent/server.py's Server).
+        `wake` and `post` are thread-safe; the rest run on the protocol loop only."""
+
+        def reply(self, request_id: str | None, result: dict[str, Any]) -> None: ...
+        def fail(self, request_id: str | None, code: str) -> None: ...
+        def event(self, name: str, data: dict[str, Any]) -> None: ...
+        def takes_events(self) -> bool: ...  # the output queue has room for run events
+        def wake(self) -> None: ...
+        def post(self, callback: Callable[[], None]) -> None: ...
+        def start_worker(
+            self, work: Callable[[], Any], done: Callable[[Any, BaseException | None], None]
+        ) -> None: ...
 
 
 @dataclass
@@ -51,7 +69,7 @@ class Pending:
 
 
 class LocalRuntime:
-    def __init__(self, server: Server, admitted: Admitted) -> None:
+    def __init__(self, server: Host, admitted: Admitted) -> None:
         from magi_code.sessions import SessionStore
 
         self.server, self.admitted = server, admitted
@@ -74,7 +92,7 @@ class LocalRuntime:
     # ---- the server's Runtime protocol -------------------------------------------------------
 
     def pump(self) -> None:
-        while self.server.queue.takes_events() and (item := self.channel.take()) is not None:
+        while self.server.takes_events() and (item := self.channel.take()) is not None:
             name, data = item
             try:
                 self.server.event(name, data)
@@ -95,6 +113,15 @@ class LocalRuntime:
 
     def idle(self) -> bool:
         return self.run is None
+
+    def status(self) -> dict[str, str | None]:
+        """The selection and what is attached and running, for the `status` method."""
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "session_id": self.session_id,
+            "run_id": self.run_id,
+        }
 
     def cancel_all(self) -> None:
         if self.operation is not None and not self.operation.answered:
