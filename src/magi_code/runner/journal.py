@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from weakref import WeakKeyDictionary
+from weakref import WeakKeyDictionary, WeakSet
 
 import jiter
 
@@ -30,6 +30,7 @@ class _Replay:
 
 
 _REPLAYS: "WeakKeyDictionary[Attachment, _Replay]" = WeakKeyDictionary()
+_STARTED: "WeakSet[Attachment]" = WeakSet()  # attachments that ran a turn in this process
 
 
 class SessionJournal:
@@ -69,6 +70,14 @@ class SessionJournal:
                 replayer.feed(record)
             kept = _REPLAYS[self.attachment] = _Replay(replayer, revision)
         return kept.replayer.items()
+
+    def starts_attachment(self) -> bool:
+        """True for the first run of this attachment (create or open) in this process: when
+        `session_start` hooks fire. Opening the session again is a new attachment."""
+        if self.attachment in _STARTED:
+            return False
+        _STARTED.add(self.attachment)
+        return True
 
     def records(self) -> Iterator[dict[str, Any]]:
         """Every whole record of the file, split on b"\\n"; a torn tail is not a record."""

@@ -7,7 +7,9 @@ finished (a crash mid-tool) is left out together with its call.
 
 `Replayer` is the incremental form: feed records in stored order, ask for the items at any
 point; `replay` feeds it a whole sequence. A `compaction` record replaces everything before
-the prompt it names (`keep_from`) with its summary.
+the prompt it names (`keep_from`) with its summary. An `activity` record (a hook run, a Code
+Mode call) is no tool call of the model's: only a hook's `context` is replayed (as user text
+where the hook ran), and a prompt a hook blocked (`drops_prompt`) is taken out.
 """
 
 from collections.abc import Iterable, Mapping
@@ -38,6 +40,8 @@ class Replayer:
             self._place(mid, "".join(chunks))
         elif kind == "assistant":
             self._place(str(record["message_id"]), str(record["text"]))
+        elif kind == "activity":
+            self._activity(record)
         elif kind == "tool" and record.get("state") in ("completed", "failed"):
             call_id = str(record.get("call_id", record.get("activity_id", "")))
             arguments = str(record.get("arguments", "{}"))
@@ -49,6 +53,16 @@ class Replayer:
     def items(self) -> list[Item]:
         """The items so far, as a new list the caller may extend."""
         return self._items.copy()
+
+    def _activity(self, record: Mapping[str, Any]) -> None:
+        context = record.get("context")
+        if isinstance(context, str):
+            self._items.append(UserText(context))
+        dropped = self._prompts.pop(str(record.get("drops_prompt")), None)
+        if dropped is not None:
+            del self._items[dropped]
+            self._slots = {m: i - (i > dropped) for m, i in self._slots.items()}
+            self._prompts = {m: i - (i > dropped) for m, i in self._prompts.items()}
 
     def _compact(self, summary: str, keep_from: str) -> None:
         start = self._prompts.get(keep_from, len(self._items))

@@ -7,6 +7,8 @@ from typing import Any
 from magi_code.context.loader import Context, offers
 from magi_code.providers.base import Provider
 from magi_code.runner import compaction
+from magi_code.runner.hook_runs import HookRunner
+from magi_code.runner.hooks import parse as parse_hooks
 from magi_code.runner.startup import Admitted
 from magi_code.runner.turn import TurnSetup
 from magi_code.tools.approvals import ApprovalBroker
@@ -75,6 +77,11 @@ def turn_setup(
     if admitted.mcp is not None:
         tools |= admitted.mcp.tools()
     tools, turn_policy = context_tools(admitted.context, tools, policy(admitted))
+    env = tool_env(admitted)
+    code_policy = None
+    if code_mode(admitted):
+        tools, code_policy = with_code_tool(admitted, tools)
+    hooks = parse_hooks(admitted.settings.get("hooks"))
     return TurnSetup(
         session_id=session_id,
         run_id=run_id,
@@ -85,10 +92,33 @@ def turn_setup(
         tools=tools,
         policy=turn_policy,
         workspace=Path(admitted.cwd),
-        env=tool_env(admitted),
+        env=env,
         approvals=approvals,
         context_window=context_window(admitted.settings["providers"][provider_id]),
+        hooks=HookRunner(hooks, session_id, Path(admitted.cwd), env) if hooks else None,
+        code_policy=code_policy,
     )
+
+
+def code_mode(admitted: Admitted) -> bool:
+    """The profile's `code_mode` when it sets one, else the `code_mode` setting."""
+    chosen = admitted.context.profile.code_mode
+    return chosen if chosen is not None else admitted.settings.get("code_mode") is True
+
+
+def with_code_tool(
+    admitted: Admitted, tools: dict[str, Tool[Any]]
+) -> tuple[dict[str, Tool[Any]], Policy]:
+    """The `code` tool over the tools the profile offers, and the Code Mode policy: the
+    `[permissions.code_mode]` table, under the same protections, skill reads and profile
+    rules as the direct policy, but none of its own rules."""
+    from magi_code.tools.code_mode import CodeTool
+
+    protected = Protected.for_homes(admitted.paths.home, admitted.env.get("HOME"))
+    code_policy = Policy.for_code_mode(admitted.settings.get("permissions"), protected)
+    _, code_policy = context_tools(admitted.context, {}, code_policy)
+    code = CodeTool(tuple(tools))
+    return {**tools, code.name: code}, code_policy
 
 
 def context_tools(
