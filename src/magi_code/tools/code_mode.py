@@ -212,6 +212,8 @@ async def _serve(
         except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError):
             return  # the program ended without saying so: its exit code tells
         except anyio.DelimiterNotFound:
+            line = None
+        if line is None or len(line) > CODE_BRIDGE_LINE_BYTES:  # a read may overshoot the cap
             seen.broken = f"a tool call over {CODE_BRIDGE_LINE_BYTES} bytes"
             return
         message = _message(line)
