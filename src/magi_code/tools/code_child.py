@@ -17,9 +17,7 @@ importing ctypes. Files and commands are the session's tools' to touch, through 
 import json
 import os
 import resource
-import socket
 import sys
-import traceback
 
 _MUTATING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _REFUSED_EVENTS = frozenset(
@@ -103,8 +101,8 @@ def confine(memory: int) -> None:
 
 def main() -> None:
     fd, memory, result_bytes = (int(a) for a in sys.argv[1:4])
-    bridge = socket.socket(fileno=fd)
-    reader, writer = bridge.makefile("rb"), bridge.makefile("wb")
+    # Plain reads and writes on the socket's descriptor: no `socket` module to import.
+    reader, writer = os.fdopen(fd, "rb"), os.fdopen(os.dup(fd), "wb")
     start = json.loads(reader.readline())
     tools = Tools(list(start["tools"]), reader, writer)
     scope: dict[str, object] = {"__name__": "__main__", "tools": tools, "ToolError": ToolError}
@@ -122,6 +120,8 @@ def main() -> None:
         status = "ok" if stop.code in (None, 0) else "error"
     except BaseException:  # noqa: BLE001 - the program's own failure, shown as it is
         status = "error"
+        import traceback  # only now: it costs milliseconds at every start
+
         traceback.print_exc()
     if status != "memory" and "result" in scope:
         try:
