@@ -161,3 +161,15 @@ async def test_a_failing_call_raises_tool_error_in_the_program(tmp_path: Path) -
 
 async def _ok() -> ToolOutcome:
     return ToolOutcome(True, "", "")
+
+
+async def test_the_standard_library_imports_and_a_failure_shows_its_traceback(
+    tmp_path: Path,
+) -> None:
+    """Imports list and read Python's own folders after confinement (they failed before)."""
+    program = "import collections.abc, email.message, xml.dom.minidom\nraise ValueError('boom')"
+    outcome = await run(tmp_path, program)
+    assert not outcome.ok
+    assert "Traceback (most recent call last)" in outcome.output
+    assert "ValueError: boom" in outcome.output
+    assert outcome.output.endswith("[the program raised an exception (see stderr); 0 tool calls]")
