@@ -78,6 +78,7 @@ HOOK_REASON_BYTES = 4096  # a block reason (stdout `reason` or stderr) as the mo
 HOOK_CONTEXT_BYTES = 16 * 1024  # `additional_context` of one event's hooks, together
 HOOKS_PER_EVENT = 32  # hooks one event may list
 HOOK_KILL_GRACE_S = 0.5  # SIGTERM to SIGKILL for a hook past its timeout
+HOOK_DRAIN_S = 0.5  # once a hook exits, how long something it left may hold its pipes
 
 # Code Mode (tools/code_mode.py): the `code` tool's interpreter
 CODE_TIMEOUT_S = 60.0  # the wall clock of a program when the call sets none
@@ -88,3 +89,4 @@ CODE_RESULT_BYTES = 32 * 1024  # the JSON of `result`
 CODE_BRIDGE_LINE_BYTES = 5 * 1024 * 1024  # one bridged call's request line (arguments inside)
 CODE_BRIDGED_CALLS = 1000  # bridged calls one program may make
 CODE_KILL_GRACE_S = 0.2  # SIGTERM to SIGKILL when a program is stopped
+CODE_DRAIN_S = 0.5  # once a program exits, how long something it left may hold its pipes

@@ -21,13 +21,17 @@ from typing import Any, Protocol
 import anyio
 import anyio.abc
 
-from magi_code.limits import HOOK_CONTEXT_BYTES, HOOK_KILL_GRACE_S, HOOK_REASON_BYTES
+from magi_code.limits import (
+    HOOK_CONTEXT_BYTES,
+    HOOK_DRAIN_S,
+    HOOK_KILL_GRACE_S,
+    HOOK_REASON_BYTES,
+)
 from magi_code.limits import HOOK_STDOUT_BYTES as STDOUT_BYTES
 from magi_code.runner.hooks import Finished, Hook, applying, framed, payload, verdict
 from magi_code.tools.processes import kill_group
 from magi_code.tools.summaries import clip_utf8
 
-DRAIN_S = 0.5  # once a hook exits, how long a background child may hold its pipes
 REPLAYED_CONTEXT = frozenset({"session_start", "user_prompt_submit"})
 
 
@@ -147,7 +151,8 @@ async def _converse(
         tg.start_soon(_keep, process.stdout, out, STDOUT_BYTES + 1)
         tg.start_soon(_keep, process.stderr, err, HOOK_REASON_BYTES)
         await process.wait()
-        tg.cancel_scope.deadline = min(tg.cancel_scope.deadline, anyio.current_time() + DRAIN_S)
+        drained_by = anyio.current_time() + HOOK_DRAIN_S
+        tg.cancel_scope.deadline = min(tg.cancel_scope.deadline, drained_by)
 
 
 async def _feed(stream: anyio.abc.ByteSendStream, data: bytes) -> None:

@@ -31,6 +31,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from magi_code.limits import (
     CODE_BRIDGE_LINE_BYTES,
     CODE_BRIDGED_CALLS,
+    CODE_DRAIN_S,
     CODE_KILL_GRACE_S,
     CODE_MAX_TIMEOUT_S,
     CODE_MEMORY_BYTES,
@@ -45,7 +46,6 @@ from magi_code.tools.shell import Capture
 from magi_code.tools.summaries import safe_summary
 
 CHILD = Path(__file__).with_name("code_child.py")
-DRAIN_S = 0.5  # once the program exits, how long something it left may hold its pipes
 
 
 @dataclass(frozen=True)
@@ -196,7 +196,8 @@ async def _supervise(
             tg.cancel_scope.cancel()
             return
         await process.wait()
-        tg.cancel_scope.deadline = min(tg.cancel_scope.deadline, anyio.current_time() + DRAIN_S)
+        drained_by = anyio.current_time() + CODE_DRAIN_S
+        tg.cancel_scope.deadline = min(tg.cancel_scope.deadline, drained_by)
 
 
 async def _serve(
