@@ -144,3 +144,16 @@ async def test_pre_tool_use_hooks_see_bridged_calls(world: World) -> None:
         "ToolError: A hook blocked this call: no shell from programs" in (world.tool_results()[0])
     )
     assert not (world.workspace / "ran").exists()
+
+
+def test_a_profile_code_mode_that_is_not_true_or_false_is_profile_invalid(world: World) -> None:
+    from magi_code.runner.startup import StartupError
+
+    agents = world.home / "agents"
+    agents.mkdir()
+    (agents / "coder.md").write_text("---\ncode_mode: maybe\n---\nBody.\n")
+    world.settings('agent = "coder"\n')
+    with pytest.raises(StartupError) as refused:
+        _ = world.admitted
+    assert refused.value.code == "profile_invalid"
+    assert "code_mode must be true or false" in str(refused.value.detail)

@@ -12,7 +12,9 @@ from turn_world import World, script
 from magi_code.limits import (
     HOOK_CONTEXT_BYTES,
     HOOK_MAX_TIMEOUT_MS,
+    HOOK_REASON_BYTES,
     HOOK_STDOUT_BYTES,
+    HOOKS_PER_EVENT,
 )
 from magi_code.providers.base import UserText
 from magi_code.runner import hooks
@@ -264,3 +266,46 @@ def test_what_each_event_may_do() -> None:
         assert (exit_2.blocked == "why") is (event in ("pre_tool_use", "user_prompt_submit"))
         assert (exit_2.problem is not None) is (exit_2.blocked is None)
         assert (added == "c") is (event in ("session_start", "user_prompt_submit", "post_tool_use"))
+
+
+async def test_a_hook_never_answers_an_approval_nor_widens_a_permission(world: World) -> None:
+    """Writes ask; a hook saying approve/allow changes nothing: the user is still asked."""
+    world.settings(
+        "[[hooks.pre_tool_use]]\n"
+        'command = """echo \'{"decision": "approve", "permissionDecision": "allow"}\'"""\n'
+    )
+    turn = script({"tools": [{"name": "write_file", "arguments": {"path": "x", "content": "y"}}]})
+    _, seen = await world.turn(turn)
+    assert seen.approvals == ["write x"]  # asked, and the recorder denied
+    assert not (world.workspace / "x").exists()
+
+
+def test_reason_and_hook_count_bounds_at_their_exact_edge() -> None:
+    hook = Hook("pre_tool_use", ("true",), "true")
+    for size in (HOOK_REASON_BYTES, HOOK_REASON_BYTES + 1):
+        reason = hooks.verdict(hook, Finished(2, b"", b"r" * size)).blocked
+        assert reason is not None and len(reason.encode()) <= HOOK_REASON_BYTES
+        assert (reason == "r" * size) is (size == HOOK_REASON_BYTES)
+    entry = {"command": "true"}
+    assert len(hooks.parse({"stop": [entry] * HOOKS_PER_EVENT})["stop"]) == HOOKS_PER_EVENT
+    with pytest.raises(HookConfigError):
+        hooks.parse({"stop": [entry] * (HOOKS_PER_EVENT + 1)})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[[hooks.stop]]\ncommand = "true"\ntimeout_ms = 60001\n',
+        "[hooks]\nstop = 1\n",
+        'code_mode = "yes"\n',
+        "[permissions.code_mode]\ncode_mode = {}\n",
+        '[permissions.code_mode]\ndefault_write = "sometimes"\n',
+    ],
+)
+def test_bad_hooks_or_code_mode_settings_fail_startup(world: World, text: str) -> None:
+    from magi_code.runner.startup import StartupError
+
+    world.settings(text)
+    with pytest.raises(StartupError) as refused:
+        _ = world.admitted
+    assert refused.value.code == "configuration_invalid"

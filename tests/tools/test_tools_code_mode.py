@@ -173,3 +173,23 @@ async def test_the_standard_library_imports_and_a_failure_shows_its_traceback(
     assert "Traceback (most recent call last)" in outcome.output
     assert "ValueError: boom" in outcome.output
     assert outcome.output.endswith("[the program raised an exception (see stderr); 0 tool calls]")
+
+
+async def test_stdout_is_bounded_at_its_exact_edge(tmp_path: Path) -> None:
+    for size, whole in ((CODE_OUTPUT_BYTES, True), (CODE_OUTPUT_BYTES + 1, False)):
+        program = f"import sys\nsys.stdout.write('o' * {size})"
+        stdout = (await run(tmp_path, program)).output.split("\n[stderr]")[0]
+        assert (stdout == "[stdout]\n" + "o" * size) is whole
+        assert ("bytes of output omitted" in stdout) is not whole
+
+
+def test_timeout_argument_at_its_exact_edge() -> None:
+    from magi_code.limits import CODE_MAX_TIMEOUT_S
+    from magi_code.tools.base import ToolInputError
+
+    tool = CodeTool(("echo",))
+    assert tool.parse(json.dumps({"program": "pass", "timeout": CODE_MAX_TIMEOUT_S})).timeout_s == (
+        CODE_MAX_TIMEOUT_S
+    )
+    with pytest.raises(ToolInputError):
+        tool.parse(json.dumps({"program": "pass", "timeout": CODE_MAX_TIMEOUT_S + 0.001}))
