@@ -44,7 +44,7 @@ async def test_one_program_reads_three_files_greps_them_and_returns_a_summary(
     [result] = world.tool_results()
     assert '[result]\n{"todos": {"a.txt": 1, "b.txt": 2, "c.txt": 0}, "total": 3}' in result
     assert "grep says:" in result
-    assert result.endswith("[completed; 4 tool calls]")
+    assert result.startswith("[completed; 4 tool calls]")
     calls = [a for a in seen.activities("code:") if a.state != "started"]
     assert [a.name for a in calls] == ["code:read_file"] * 3 + ["code:grep"]
     assert all(a.state == "completed" for a in calls)
@@ -64,7 +64,7 @@ async def test_off_unless_settings_or_profile_turn_it_on(world: World) -> None:
     world.settings('agent = "coder"\n')
     world._admitted = None
     await world.turn(code_turn(SURVEY))
-    assert world.tool_results()[-1].endswith("[completed; 4 tool calls]")
+    assert world.tool_results()[-1].startswith("[completed; 4 tool calls]")
     (agents / "coder.md").write_text("---\ncode_mode: false\n---\nNo programs.\n")
     world.settings('agent = "coder"\ncode_mode = true\n')  # the profile's word wins
     world._admitted = None
@@ -85,7 +85,7 @@ async def test_a_write_denied_in_code_mode_is_allowed_directly(world: World) -> 
     through_code, direct = world.tool_results()
     assert "ToolError: The user did not allow this action." in through_code
     assert direct == "created out.txt (2 bytes)"
-    assert "[the program raised an exception (see stderr); 1 tool calls]" in through_code
+    assert through_code.startswith("[the program raised an exception (see stderr); 1 tool call]")
     assert (world.workspace / "out.txt").read_text() == "d\n"  # the direct write ran
     assert seen.approvals == []
 
@@ -157,3 +157,17 @@ def test_a_profile_code_mode_that_is_not_true_or_false_is_profile_invalid(world:
         _ = world.admitted
     assert refused.value.code == "profile_invalid"
     assert "code_mode must be true or false" in str(refused.value.detail)
+
+
+async def test_a_profile_tool_list_bounds_code_and_what_it_may_call(world: World) -> None:
+    agents = world.home / "agents"
+    agents.mkdir()
+    (agents / "reader.md").write_text("---\ntools: [read_file]\n---\nRead only.\n")
+    world.settings('agent = "reader"\ncode_mode = true\n')
+    await world.turn(code_turn(SURVEY))
+    assert "rejected" in world.tool_results()[-1]  # the list does not name `code`
+    (agents / "reader.md").write_text("---\ntools: [read_file, code]\n---\nRead only.\n")
+    world._admitted = None
+    await world.turn(code_turn(SURVEY))
+    result = world.tool_results()[-1]
+    assert "AttributeError: no tool named 'grep'; tools: read_file" in result

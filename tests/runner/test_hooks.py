@@ -309,3 +309,15 @@ def test_bad_hooks_or_code_mode_settings_fail_startup(world: World, text: str) -
     with pytest.raises(StartupError) as refused:
         _ = world.admitted
     assert refused.value.code == "configuration_invalid"
+
+
+def test_post_tool_use_context_always_fits_after_a_full_output() -> None:
+    from magi_code.runner.turn import with_context
+    from magi_code.tools.base import ToolOutcome
+    from magi_code.tools.limits import OUTPUT_BYTES
+
+    full = ToolOutcome(True, "o" * OUTPUT_BYTES, "read")
+    context = hooks.framed("post_tool_use", "c" * HOOK_CONTEXT_BYTES)
+    added = with_context(full, [context])
+    assert added.output.endswith("\n\n" + context)
+    assert len(added.output.encode()) <= OUTPUT_BYTES

@@ -45,8 +45,8 @@ async def test_tools_answer_and_result_stdout_stderr_come_back(tmp_path: Path) -
     )
     assert outcome.ok
     assert outcome.output == (
-        '[stdout]\nout echo {"x": 1}\n\n[stderr]\nerr\n\n'
-        '[result]\n{"said": "echo {\\"x\\": 1}"}\n[completed; 1 tool calls]'
+        '[completed; 1 tool call]\n[result]\n{"said": "echo {\\"x\\": 1}"}\n'
+        '[stdout]\nout echo {"x": 1}\n\n[stderr]\nerr\n'
     )
 
 
@@ -76,8 +76,8 @@ async def test_a_program_that_loops_forever_is_stopped_by_its_wall_clock(tmp_pat
     outcome = await tool.run(args, ToolContext(tmp_path, ENV, Bridge(("echo",), echo)))
     assert time.monotonic() - began < 3
     assert not outcome.ok
-    assert "[stopped: wall-clock limit of 0.5 s reached; process killed; 0 tool calls]" in (
-        outcome.output
+    assert outcome.output.startswith(
+        "[stopped: wall-clock limit of 0.5 s reached; process killed; 0 tool calls]"
     )
 
 
@@ -88,7 +88,7 @@ async def test_a_program_that_allocates_without_bound_is_stopped_by_its_memory_l
     outcome = await run(tmp_path, program, memory_bytes=256 * 1024 * 1024)
     assert not outcome.ok
     assert "MemoryError: the program reached its memory limit" in outcome.output
-    assert outcome.output.endswith("[stopped: memory limit of 256 MiB reached; 0 tool calls]")
+    assert outcome.output.startswith("[stopped: memory limit of 256 MiB reached; 0 tool calls]")
     assert "memory limit" in outcome.summary
 
 
@@ -119,7 +119,7 @@ async def test_the_program_cannot_go_around_the_bridge(tmp_path: Path) -> None:
 
 async def test_stdout_is_bounded(tmp_path: Path) -> None:
     outcome = await run(tmp_path, "print('x' * 2_000_000)")
-    stdout = outcome.output.split("[stderr]")[0]
+    stdout = outcome.output.split("[stdout]")[1].split("[stderr]")[0]
     assert len(stdout.encode()) < CODE_OUTPUT_BYTES + 200
     assert "bytes of output omitted" in stdout
 
@@ -172,14 +172,15 @@ async def test_the_standard_library_imports_and_a_failure_shows_its_traceback(
     assert not outcome.ok
     assert "Traceback (most recent call last)" in outcome.output
     assert "ValueError: boom" in outcome.output
-    assert outcome.output.endswith("[the program raised an exception (see stderr); 0 tool calls]")
+    assert outcome.output.startswith("[the program raised an exception (see stderr); 0 tool calls]")
 
 
 async def test_stdout_is_bounded_at_its_exact_edge(tmp_path: Path) -> None:
     for size, whole in ((CODE_OUTPUT_BYTES, True), (CODE_OUTPUT_BYTES + 1, False)):
         program = f"import sys\nsys.stdout.write('o' * {size})"
-        stdout = (await run(tmp_path, program)).output.split("\n[stderr]")[0]
-        assert (stdout == "[stdout]\n" + "o" * size) is whole
+        stdout = (await run(tmp_path, program)).output.split("[stdout]\n")[1]
+        stdout = stdout.split("\n[stderr]")[0]
+        assert (stdout == "o" * size) is whole
         assert ("bytes of output omitted" in stdout) is not whole
 
 

@@ -101,9 +101,12 @@ def turn_setup(
 
 
 def code_mode(admitted: Admitted) -> bool:
-    """The profile's `code_mode` when it sets one, else the `code_mode` setting."""
-    chosen = admitted.context.profile.code_mode
-    return chosen if chosen is not None else admitted.settings.get("code_mode") is True
+    """The profile's `code_mode` when it sets one, else the `code_mode` setting (then, under a
+    tool allow-list, only when the list admits `code`)."""
+    profile = admitted.context.profile
+    if profile.code_mode is not None:
+        return profile.code_mode
+    return admitted.settings.get("code_mode") is True and offers(profile, "code")
 
 
 def with_code_tool(

@@ -65,8 +65,9 @@ from magi_code.runner.hook_runs import Fired, HookRunner
 from magi_code.runner.text import split_utf8
 from magi_code.tools.approvals import ApprovalBroker
 from magi_code.tools.base import Access, Bridge, Tool, ToolContext, ToolInputError, ToolOutcome
+from magi_code.tools.limits import OUTPUT_BYTES
 from magi_code.tools.policy import Policy
-from magi_code.tools.summaries import safe_summary
+from magi_code.tools.summaries import clip_utf8, safe_summary
 
 CHUNK_PERSIST_BYTES = limits.HISTORY_CHUNK_BYTES  # unpersisted text before a chunk record
 
@@ -389,7 +390,7 @@ class Turn:
     ) -> ToolOutcome:
         """Hooks, the permission (the Code Mode policy for a program's calls) and the run."""
         via = "code_mode" if code_mode else "direct"
-        arguments = _arguments_value(call.arguments)
+        arguments = _arguments_value(call.arguments) if self.setup.hooks else None
         fired = await self.hook("pre_tool_use", call.name, arguments=arguments, via=via)
         if fired is not None and fired.blocked is not None:
             why = f"A hook blocked this call: {fired.blocked}"
@@ -409,8 +410,7 @@ class Turn:
             "post_tool_use", call.name, arguments=arguments, outcome=said, via=via
         )
         if fired is not None and fired.contexts:
-            added = "\n\n".join([outcome.output, *fired.contexts])
-            outcome = ToolOutcome(outcome.ok, added, outcome.summary)
+            outcome = with_context(outcome, fired.contexts)
         return outcome
 
     async def bridged(self, name: str, arguments: str) -> ToolOutcome:
@@ -575,6 +575,13 @@ class Turn:
         persistence: Persistence = "degraded" if self.degraded else "durable"
         revision = None if self.degraded else self.journal.revision()
         return RunFinished(outcome, persistence, revision, error)  # type: ignore[arg-type]
+
+
+def with_context(outcome: ToolOutcome, contexts: list[str]) -> ToolOutcome:
+    """The tool's output, cut if need be so that post_tool_use context always fits after it."""
+    added = "\n\n" + "\n\n".join(contexts)
+    room = OUTPUT_BYTES - len(added.encode("utf-8"))
+    return ToolOutcome(outcome.ok, clip_utf8(outcome.output, room) + added, outcome.summary)
 
 
 def _arguments_value(arguments: str) -> object:

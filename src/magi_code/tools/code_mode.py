@@ -11,8 +11,9 @@ The model writes one program; ten tool calls in it cost one model round trip. Ru
   decides it with the Code Mode policy, asks through the approval broker, runs hooks and
   makes it an activity. A call line over CODE_BRIDGE_LINE_BYTES, a line that is not JSON or
   more than CODE_BRIDGED_CALLS calls stop the program.
-- The result is the program's stdout and stderr, the JSON of a top-level `result` when it
-  sets one, and a status line. The call is ok only when the program ran to its end.
+- The result is a status line, the JSON of a top-level `result` when the program sets one,
+  and its stdout and stderr, in that order (so the tools' output backstop can only cut the
+  last). The call is ok only when the program ran to its end.
 - The `code` call itself is a read of the workspace for the direct policy: the program can
   do nothing outside its interpreter but through the bridge, where each call is decided.
 """
@@ -145,11 +146,12 @@ class CodeTool:
                 await bridge.aclose()
         timed_out = deadline.cancelled_caught and exit_code is None
         why = self._why(args, seen, timed_out, process.returncode)
-        parts = [f"[stdout]\n{out.text()}", f"[stderr]\n{err.text()}"]
+        calls = f"{seen.calls} tool call{'' if seen.calls == 1 else 's'}"
+        parts = [f"[{why}; {calls}]"]  # first: whatever the backstop on output may cut
         result = (seen.done or {}).get("result")
         if isinstance(result, str):
             parts.append(f"[result]\n{result}")
-        parts.append(f"[{why}; {seen.calls} tool calls]")
+        parts += [f"[stdout]\n{out.text()}", f"[stderr]\n{err.text()}"]
         summary = f"{self.describe(args, ctx)} ({why})"
         return ToolOutcome(why == "completed", "\n".join(parts), summary)
 
