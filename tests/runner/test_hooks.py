@@ -321,3 +321,17 @@ def test_post_tool_use_context_always_fits_after_a_full_output() -> None:
     added = with_context(full, [context])
     assert added.output.endswith("\n\n" + context)
     assert len(added.output.encode()) <= OUTPUT_BYTES
+
+
+async def test_pre_compact_runs_before_a_compaction(world: World) -> None:
+    seen_by_hook = world.workspace.parent / "order"
+    world.settings(
+        "[providers.fixture]\ncontext_window = 100\n"
+        f'[[hooks.pre_compact]]\ncommand = "echo pre_compact >> {seen_by_hook}"\n'
+    )
+    await world.turn("x" * 400)  # over 80% of the window: the second turn compacts the first
+    assert not seen_by_hook.exists()
+    await world.turn("again")
+    assert seen_by_hook.read_text() == "pre_compact\n"
+    kinds = [r["type"] for r in world.records()]
+    assert kinds.index("activity", kinds.index("run_finished")) < kinds.index("compaction")

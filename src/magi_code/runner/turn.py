@@ -3,7 +3,7 @@ happens, and exactly one `RunFinished` returned.
 
     append the prompt (fsynced) -> input.persisted -> session_start, user_prompt_submit hooks
     -> loop:
-        (pre_compact hooks, compaction when due)
+        (compaction when due, after pre_compact hooks)
         stream the model into one assistant segment (deltas, chunks on disk)
         reconcile the segment (authoritative parts); no tool calls -> stop hooks, done
         for each tool call: activity, pre_tool_use hooks, permission (maybe an approval),
@@ -220,7 +220,6 @@ class Turn:
         )
         while True:
             if compaction.due(items, self.usage, self.counted, self.setup.context_window):
-                await self.hook("pre_compact")
                 items = await self.compact(items)
             calls = await self.stream(items, specs)
             await self.close_segment(partial=False)
@@ -319,6 +318,7 @@ class Turn:
         keep = max(i for i, item in enumerate(items) if isinstance(item, UserText))
         if keep == 0:
             return items  # nothing before the prompt to summarize
+        await self.hook("pre_compact")
         activity_id, name = self.next_activity(), "compaction"
         await self.emit.critical(
             Activity(
