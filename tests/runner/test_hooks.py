@@ -335,3 +335,16 @@ async def test_pre_compact_runs_before_a_compaction(world: World) -> None:
     assert seen_by_hook.read_text() == "pre_compact\n"
     kinds = [r["type"] for r in world.records()]
     assert kinds.index("activity", kinds.index("run_finished")) < kinds.index("compaction")
+
+
+async def test_the_context_of_one_event_is_bounded_across_its_hooks(world: World) -> None:
+    answer = json.dumps({"additional_context": "c" * (HOOK_CONTEXT_BYTES * 2 // 3)})
+    (world.workspace.parent / "answer.json").write_text(answer)
+    cat = json.dumps(["cat", str(world.workspace.parent / "answer.json")])
+    world.settings(f"[[hooks.user_prompt_submit]]\ncommand = {cat}\n" * 3)
+    await world.turn("hello")
+    told = [r["context"] for r in world.records() if "context" in r]
+    assert len(told) == 2  # the third found no room left
+    bodies = [t.split("\n", 1)[1] for t in told]
+    assert sum(len(b.encode()) for b in bodies) <= HOOK_CONTEXT_BYTES
+    assert bodies[0] == "c" * (HOOK_CONTEXT_BYTES * 2 // 3) and bodies[1].endswith("…")

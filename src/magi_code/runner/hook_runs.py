@@ -30,7 +30,7 @@ from magi_code.limits import (
 from magi_code.limits import HOOK_STDOUT_BYTES as STDOUT_BYTES
 from magi_code.runner.hooks import Finished, Hook, applying, framed, payload, verdict
 from magi_code.tools.processes import kill_group
-from magi_code.tools.summaries import clip_utf8
+from magi_code.tools.summaries import ELLIPSIS, clip_utf8
 
 REPLAYED_CONTEXT = frozenset({"session_start", "user_prompt_submit"})
 
@@ -103,13 +103,14 @@ class HookRunner:
                 return fired
             else:
                 extra: dict[str, Any] = {}
-                if decided.context is not None and room > 0:
+                done = "exit 0"
+                if decided.context is not None and room > len(ELLIPSIS.encode()):
                     context = clip_utf8(decided.context, room)
                     room -= len(context.encode("utf-8"))
                     fired.contexts.append(framed(event, context))
+                    done = "added context"
                     if event in REPLAYED_CONTEXT:
                         extra["context"] = fired.contexts[-1]
-                done = "added context" if extra or decided.context else "exit 0"
                 await sink.side_activity(activity_id, name, "completed", done, **extra)
         return fired
 
