@@ -128,12 +128,12 @@ class CodeTool:
                     start_new_session=True,
                     pass_fds=(child.fileno(),),
                 )
+                bridge = await anyio.abc.UNIXSocketStream.from_socket(parent)
         except OSError:
             parent.close()
             return ToolOutcome(False, "error: could not start Python", "code: failed to start")
         finally:
             child.close()
-        bridge = await anyio.abc.UNIXSocketStream.from_socket(parent)
         out, err, seen = Capture(CODE_OUTPUT_BYTES), Capture(CODE_OUTPUT_BYTES), Conversation()
         try:
             with anyio.move_on_after(args.timeout_s) as deadline:
