@@ -71,3 +71,24 @@ PROFILE_NAME_CHARS = 64  # agent profile names, like skill names
 
 # Settings files: tables and arrays nested deeper than this are refused (configuration_invalid)
 SETTINGS_DEPTH = 32
+
+# Hooks (runner/hooks.py): processes the settings run on runner events
+HOOK_TIMEOUT_MS = 10_000  # a hook's `timeout_ms` when it sets none
+HOOK_MAX_TIMEOUT_MS = 60_000  # the largest `timeout_ms` a hook may set
+HOOK_STDOUT_BYTES = 64 * 1024  # of a hook's stdout read as its answer; more is a diagnostic
+HOOK_REASON_BYTES = 4096  # a block reason (stdout `reason` or stderr) as the model gets it
+HOOK_CONTEXT_BYTES = 16 * 1024  # `additional_context` of one event's hooks, together
+HOOKS_PER_EVENT = 32  # hooks one event may list
+HOOK_KILL_GRACE_S = 0.5  # SIGTERM to SIGKILL for a hook past its timeout
+HOOK_DRAIN_S = 0.5  # once a hook exits, how long something it left may hold its pipes
+
+# Code Mode (tools/code_mode.py): the `code` tool's interpreter
+CODE_TIMEOUT_S = 60.0  # the wall clock of a program when the call sets none
+CODE_MAX_TIMEOUT_S = 600.0
+CODE_MEMORY_BYTES = 512 * 1024 * 1024  # RLIMIT_AS of the interpreter
+CODE_OUTPUT_BYTES = 32 * 1024  # of stdout, and again of stderr: head and tail halves
+CODE_RESULT_BYTES = 16 * 1024  # the JSON of `result`
+CODE_BRIDGE_LINE_BYTES = 5 * 1024 * 1024  # one bridged call's request line (arguments inside)
+CODE_BRIDGED_CALLS = 1000  # bridged calls one program may make
+CODE_KILL_GRACE_S = 0.2  # SIGTERM to SIGKILL when a program is stopped
+CODE_DRAIN_S = 0.5  # once a program exits, how long something it left may hold its pipes

@@ -20,6 +20,13 @@ ROWS: list[tuple[str, str, tuple[str, ...], str, str]] = [
     ('agent = "default"', "agent", ("agent",), KEPT, KEPT),
     ('instructions = ["/etc/hostname"]', "instructions", ("instructions",), DROPPED, KEPT),
     ("hooks = { x = 1 }", "hooks", ("hooks",), DROPPED, KEPT),
+    ("code_mode = true", "code_mode", ("code_mode",), DROPPED, KEPT),
+    ('[permissions.code_mode]\ndefault_write = "allow"', "permissions.code_mode.default_write",
+     ("permissions", "code_mode", "default_write"), DROPPED, KEPT),
+    ('[permissions.code_mode]\ndefault_write = "deny"', "permissions.code_mode.default_write",
+     ("permissions", "code_mode", "default_write"), KEPT, KEPT),
+    ('[[permissions.code_mode.rules]]\ntool = "shell"\ndecision = "allow"',
+     "permissions.code_mode.rules", ("permissions", "code_mode", "rules"), DROPPED, KEPT),
     ("skills = { x = 1 }", "skills", ("skills",), DROPPED, KEPT),
     ("agents = { x = 1 }", "agents", ("agents",), DROPPED, KEPT),
     ("unknown_key = 1", "unknown_key", ("unknown_key",), DROPPED, KEPT),
@@ -126,7 +133,7 @@ def test_the_table_names_every_key_the_code_reads() -> None:
     for key in ("provider", "model", "thinking", "agent", "instructions", "hooks", "skills"):
         assert key in tabled and key in trust.TOP_LEVEL
     for key in trust.PERMISSIONS:
-        assert key == "project_rules" or f"permissions.{key}" in tabled
+        assert key == "project_rules" or any(k.startswith(f"permissions.{key}") for k in tabled)
     for key in trust.CREDENTIAL_KEYS:
         assert any(k.endswith(f".{key}") for k in tabled), key
     for table, keys in (("mcp", trust.MCP), ("sessions", trust.SESSIONS)):

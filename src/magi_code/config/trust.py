@@ -13,7 +13,8 @@ What `<cwd>/.magi-code/settings.toml` may set (README, "Security model", shows t
 | providers.<known>.models / discover / context_window        | yes       | yes     |
 | permissions.default_read / _write / _shell                  | narrow (2)| yes     |
 | permissions.rules                                           | narrow (3)| yes     |
-| instructions, hooks, skills, agents, mcp.servers            | no        | yes     |
+| permissions.code_mode.default_* / .rules (Code Mode policy) | narrow    | yes     |
+| instructions, hooks, code_mode, skills, agents, mcp.servers | no        | yes     |
 | providers.<new> (never with a credential key, see below)    | no        | yes     |
 | any key not named in this table                             | no        | yes     |
 | mcp.approved, permissions.trusted_projects,                 | no        | no      |
@@ -52,7 +53,8 @@ TOP_LEVEL = {
     "thinking": ALWAYS,
     "agent": ALWAYS,
     "instructions": TRUSTED,  # extra Markdown paths, absolute ones included, told to the model
-    "hooks": TRUSTED,
+    "hooks": TRUSTED,  # commands run on runner events (runner/hooks.py)
+    "code_mode": TRUSTED,  # turns on the `code` tool (tools/code_mode.py)
     "skills": TRUSTED,
     "agents": TRUSTED,
 }
@@ -63,6 +65,7 @@ PERMISSIONS = {
     "rules": NARROW,
     "project_rules": NARROW,
     "trusted_projects": NEVER,
+    "code_mode": NARROW,  # the Code Mode policy: the same keys, narrowed the same way
 }
 MCP = {"approved": NEVER, "servers": TRUSTED}
 SESSIONS = {"retention_days": NEVER}
@@ -195,30 +198,40 @@ def _table(
 def _permissions(
     table: Mapping[str, Any], base: object, trusted: bool, kept: dict[str, Any], dropped: list[str]
 ) -> None:
+    kept["permissions"] = _permission_table(table, base, trusted, dropped, "permissions")
+
+
+def _permission_table(
+    table: Mapping[str, Any], base: object, trusted: bool, dropped: list[str], name: str
+) -> dict[str, Any]:
+    """`[permissions]` (or its `code_mode` table, the same shape) as a project may set it."""
     base_table = base if isinstance(base, Mapping) else {}
     out: dict[str, Any] = {}
     for key, value in table.items():
         rule = PERMISSIONS.get(key, TRUSTED)
-        if rule == NEVER or (rule == TRUSTED and not trusted):
-            dropped.append(f"permissions.{key}")
+        if key == "code_mode" and name == "permissions" and isinstance(value, Mapping):
+            inner = base_table.get(key)
+            out[key] = _permission_table(value, inner, trusted, dropped, f"{name}.{key}")
+        elif rule == NEVER or (rule == TRUSTED and not trusted):
+            dropped.append(f"{name}.{key}")
         elif trusted:
             out[key] = value
         elif key in DEFAULT_DECISIONS:
             if _narrows(value, base_table.get(key, DEFAULT_DECISIONS[key])):
                 out[key] = value
             else:
-                dropped.append(f"permissions.{key}")
+                dropped.append(f"{name}.{key}")
         else:  # rules or project_rules: the ask/deny ones only narrow, and stay
             narrowing = _narrowing_rules(value)
             if narrowing is None:
-                dropped.append(f"permissions.{key}")
+                dropped.append(f"{name}.{key}")
                 continue
             out.setdefault("project_rules", []).extend(narrowing)
             if len(narrowing) != len(value):
-                dropped.append(f"permissions.{key}")
+                dropped.append(f"{name}.{key}")
     if "project_rules" in out and isinstance(base_table.get("project_rules"), list):
         out["project_rules"] = [*base_table["project_rules"], *out["project_rules"]]
-    kept["permissions"] = out
+    return out
 
 
 def _narrows(value: object, base: object) -> bool:

@@ -135,6 +135,7 @@ def admit(
         raise StartupError("configuration_invalid") from exc
     check_mcp(conf)
     check_permissions(conf)
+    check_hooks_and_code_mode(conf)
     credential_providers = loaded.base["providers"]
     check_provider(conf, where, env, credential_providers)
     manager = start_mcp(conf, env, canonical_cwd, cancel)
@@ -208,6 +209,21 @@ def check_permissions(conf: Mapping[str, Any]) -> None:
     try:
         Policy.from_settings(conf.get("permissions"))
     except PolicyError as exc:
+        raise StartupError("configuration_invalid") from exc
+
+
+def check_hooks_and_code_mode(conf: Mapping[str, Any]) -> None:
+    """Bad `hooks` tables or a `code_mode` that is not a boolean fail startup; the hooks
+    module loads only when hooks are set."""
+    if not isinstance(conf.get("code_mode", False), bool):
+        raise StartupError("configuration_invalid")
+    if "hooks" not in conf:
+        return
+    from magi_code.runner.hooks import HookConfigError, parse
+
+    try:
+        parse(conf["hooks"])
+    except HookConfigError as exc:
         raise StartupError("configuration_invalid") from exc
 
 

@@ -9,7 +9,7 @@ permission, never prints, and never lets anyio cancellation turn into a result.
 and bounded, and `output` is bounded for the model.
 """
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, TypeVar
@@ -35,6 +35,16 @@ class ToolInputError(ValueError):
 class ToolContext:
     workspace: Path  # canonical cwd of the run
     env: Mapping[str, str]  # environment for subprocesses
+    bridge: "Bridge | None" = None  # the `code` tool's way back to the session's tools
+
+
+@dataclass(frozen=True)
+class Bridge:
+    """The session's tools as a Code Mode program may call them: by name with JSON arguments,
+    each call decided and run by the turn (the Code Mode policy, approvals, hooks)."""
+
+    names: tuple[str, ...]
+    call: "Callable[[str, str], Awaitable[ToolOutcome]]"
 
 
 @dataclass(frozen=True)
