@@ -53,12 +53,15 @@ def http_client(
     env: Mapping[str, str],
     credentials: CredentialStore | None,
     on_login_needed: Callable[[], None],
+    login: httpx2.Auth | None = None,
 ) -> httpx2.AsyncClient:
+    """The client of one server; `login` is the interactive auth of `mcp login`, else the
+    stored login is used without prompting."""
     assert server.url is not None
     headers = resolve_headers(server, env)
     static = any(key.lower() == "authorization" for key in headers)
-    auth = None
-    if credentials is not None and not static:
+    auth = login
+    if auth is None and credentials is not None and not static:
         auth = startup_auth(credentials, server.name, server.url, on_login_needed)
 
     async def on_response(response: httpx2.Response) -> None:
@@ -79,10 +82,11 @@ async def open_http(
     env: Mapping[str, str],
     credentials: CredentialStore | None,
     on_login_needed: Callable[[], None],
+    login: httpx2.Auth | None = None,
 ) -> AsyncIterator[TransportStreams]:
     assert server.url is not None
     async with (
-        http_client(server, env, credentials, on_login_needed) as client,
+        http_client(server, env, credentials, on_login_needed, login) as client,
         streamable_http_client(server.url, http_client=client) as streams,
     ):
         yield streams

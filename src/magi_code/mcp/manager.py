@@ -216,7 +216,7 @@ class McpManager:
                     ) as session,
                 ):
                     await session.initialize()
-                    connection.tools = await _list_tools(session)
+                    connection.tools = await list_tools(session)
                     connection.session = session
                     scope.deadline = math.inf
                     connection.listed.set()
@@ -265,7 +265,7 @@ class McpManager:
             connection.changed = anyio.Event()
             with anyio.move_on_after(CONNECT_S):
                 with contextlib.suppress(McpUnavailable, *_CALL_ERRORS):
-                    connection.tools = await _list_tools(session)
+                    connection.tools = await list_tools(session)
             if not connection.changed.is_set():
                 connection.listed.set()
 
@@ -297,7 +297,7 @@ class McpManager:
         return outcome(label, result)
 
 
-async def _list_tools(session: ClientSession) -> list[mcp_types.Tool]:
+async def list_tools(session: ClientSession) -> list[mcp_types.Tool]:
     tools: list[mcp_types.Tool] = []
     cursor: str | None = None
     for _ in range(LIST_PAGES):

@@ -163,32 +163,33 @@ class LoginFlow:
         self.result: AuthorizationCodeResult | None = None
         self.received = anyio.Event()
 
-    async def serve(self, listener: anyio.abc.SocketListener) -> None:
-        """Answer requests on the listener until one brings the authorization response."""
+    async def serve(self, listener: anyio.abc.Listener[anyio.abc.SocketStream]) -> None:
+        """Answer requests on the listener until cancelled (run_login cancels it once the
+        sign-in is over); the first that brings the authorization response is kept."""
         async with listener:
-            while self.result is None:
-                async with await listener.accept() as stream:
-                    await self._one(stream)
-        self.received.set()
+            await listener.serve(self._one)
 
     async def _one(self, stream: anyio.abc.SocketStream) -> None:
-        head = b""
-        with anyio.move_on_after(LOGIN_S):
-            while b"\r\n\r\n" not in head and len(head) <= CALLBACK_BYTES:
-                try:
-                    head += await stream.receive()
-                except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
-                    return
-        line = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
-        target = urlsplit(line[1]) if len(line) == 3 and line[0] == "GET" else None
-        if target is None or target.path != CALLBACK_PATH or len(head) > CALLBACK_BYTES:
-            await stream.send(_NOT_FOUND)
-            return
-        query = {k: v[0] for k, v in parse_qs(target.query).items()}
-        self.result = AuthorizationCodeResult(
-            code=query.get("code", ""), state=query.get("state"), iss=query.get("iss")
-        )
-        await stream.send(_PAGE)
+        async with stream:
+            head = b""
+            with anyio.move_on_after(LOGIN_S):
+                while b"\r\n\r\n" not in head and len(head) <= CALLBACK_BYTES:
+                    try:
+                        head += await stream.receive()
+                    except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                        return
+            line = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
+            target = urlsplit(line[1]) if len(line) == 3 and line[0] == "GET" else None
+            taken = self.result is not None or len(head) > CALLBACK_BYTES
+            if target is None or target.path != CALLBACK_PATH or taken:
+                await stream.send(_NOT_FOUND)
+                return
+            query = {k: v[0] for k, v in parse_qs(target.query).items()}
+            self.result = AuthorizationCodeResult(
+                code=query.get("code", ""), state=query.get("state"), iss=query.get("iss")
+            )
+            self.received.set()
+            await stream.send(_PAGE)
 
     def provider(self, port: int) -> StoredOAuthProvider:
         async def redirect(url: str) -> None:
