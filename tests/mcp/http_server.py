@@ -136,7 +136,7 @@ class Logged:
             body = b"".join(chunks)
             replay = [{"type": "http.request", "body": body, "more_body": False}]
 
-            async def receive() -> Any:  # noqa: F811 - the body, read once, given again
+            async def receive() -> Any:  # the body, read once, given again
                 return replay.pop() if replay else {"type": "http.disconnect"}
 
         from urllib.parse import parse_qs
@@ -189,7 +189,9 @@ class MemoryAuthority:
     async def load_refresh_token(self, client: Any, refresh_token: str) -> Any:
         return self.refresh.get(refresh_token)
 
-    async def exchange_refresh_token(self, client: Any, refresh_token: Any, scopes: list[str]) -> Any:
+    async def exchange_refresh_token(
+        self, client: Any, refresh_token: Any, scopes: list[str]
+    ) -> Any:
         del self.refresh[refresh_token.token]
         return self._issue(client.client_id, scopes or refresh_token.scopes)
 

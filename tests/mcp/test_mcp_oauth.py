@@ -1,0 +1,142 @@
+"""OAuth for streamable-HTTP MCP servers, against a real local authorization server: `mcp login`
+driven by following the printed URL, refresh at startup without a prompt, and the advice."""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp_harness import HttpServer
+
+from magi_code.client import ErrorResponse, LocalAgentClient, environment
+from magi_code.runner.startup import StartupError, admit
+
+NAME = "web"
+
+
+def mcp(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "magi_code.cli", "mcp", *args],
+        capture_output=True,
+        text=True,
+        cwd=home.parent,
+        env=environment(home),
+        timeout=60,
+        check=False,
+    )
+
+
+def login(home: Path) -> str:
+    """`magi-code mcp login`, with this test as the person: it follows the printed URL."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "magi_code.cli", "mcp", "login", NAME],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=home.parent,
+        env=environment(home),
+    )
+    assert child.stderr is not None
+    shown = []
+    for line in child.stderr:
+        shown.append(line)
+        if line.startswith("http://"):
+            break
+    page = httpx2.get(shown[-1].strip(), follow_redirects=True, timeout=30)
+    assert page.status_code == 200 and "sign-in received" in page.text
+    out, err = child.communicate(timeout=30)
+    assert child.returncode == 0, err
+    assert f"Signed in to '{NAME}' (5 tools)" in err
+    return "".join(shown) + out + err
+
+
+def stored(home: Path) -> dict[str, Any]:
+    state: dict[str, Any] = json.loads((home / "credentials.json").read_text())[f"mcp:{NAME}"]
+    return state["mcp_oauth"]
+
+
+def expire(home: Path) -> None:
+    path = home / "credentials.json"
+    data = json.loads(path.read_text())
+    data[f"mcp:{NAME}"]["mcp_oauth"]["expires_at"] = 1.0
+    path.write_text(json.dumps(data))
+
+
+@pytest.fixture
+def home(tmp_path: Path, oauth_server: HttpServer) -> Path:
+    """MC_HOME with the OAuth server added and approved through the commands."""
+    home = tmp_path / "home"
+    assert mcp(home, "add", NAME, "--url", oauth_server.url).returncode == 0
+    assert mcp(home, "approve", NAME).returncode == 0
+    return home
+
+
+def test_login_stores_tokens_0600_and_prints_none(home: Path, oauth_server: HttpServer) -> None:
+    shown = login(home)
+    state = stored(home)
+    assert state["url"] == oauth_server.url
+    assert state["tokens"]["access_token"] and state["tokens"]["refresh_token"]
+    assert stat.S_IMODE(os.stat(home / "credentials.json").st_mode) == 0o600
+    assert state["tokens"]["access_token"] not in shown
+    assert state["tokens"]["refresh_token"] not in shown
+    assert "GET /authorize" in oauth_server.requests()
+    probe = mcp(home, "list", "--probe")
+    assert probe.returncode == 0 and probe.stdout.split("\n")[1].split()[-1] == "5"
+    logout = mcp(home, "logout", NAME)
+    assert logout.returncode == 0 and "Signed out" in logout.stderr
+    assert f"mcp:{NAME}" not in json.loads((home / "credentials.json").read_text())
+
+
+def test_startup_refreshes_an_expired_token_without_a_prompt(
+    home: Path, oauth_server: HttpServer
+) -> None:
+    login(home)
+    old = stored(home)["tokens"]["access_token"]
+    expire(home)
+    before = len(oauth_server.requests())
+    admitted = admit(str(home.parent), environment(home))
+    try:
+        assert admitted.mcp is not None and "mcp__web__echo" in admitted.mcp.tools()
+    finally:
+        admitted.mcp.close()
+    since = oauth_server.requests()[before:]
+    assert since[0] == "POST /token refresh_token"
+    assert "GET /authorize" not in since
+    assert stored(home)["tokens"]["access_token"] != old
+    assert stored(home)["expires_at"] > 1.0
+
+
+def test_a_revoked_refresh_token_fails_startup_with_the_login_advice(
+    home: Path, oauth_server: HttpServer
+) -> None:
+    login(home)
+    assert httpx2.post(f"{oauth_server.base}/test/revoke").status_code == 204
+    expire(home)
+    before = len(oauth_server.requests())
+    with pytest.raises(StartupError) as caught:
+        admit(str(home.parent), environment(home))
+    assert caught.value.code == "mcp_unavailable"
+    assert caught.value.detail is not None
+    assert f"magi-code mcp login {NAME}" in caught.value.detail
+    since = oauth_server.requests()[before:]
+    assert "POST /token refresh_token" in since and "GET /authorize" not in since
+    with LocalAgentClient.spawn(cwd=home.parent, env=environment(home)) as agent:
+        with pytest.raises(ErrorResponse) as refused:
+            agent.request("initialize", {"required_capabilities": []})
+        assert refused.value.code == "mcp_unavailable"
+
+
+def test_a_server_never_logged_in_to_needs_a_login(home: Path, oauth_server: HttpServer) -> None:
+    with pytest.raises(StartupError) as caught:
+        admit(str(home.parent), environment(home))
+    assert caught.value.code == "mcp_unavailable"
+    assert f"magi-code mcp login {NAME}" in (caught.value.detail or "")
+    assert "POST /register" not in oauth_server.requests()  # startup registers nothing
+    logout = mcp(home, "logout", NAME)
+    assert logout.returncode == 0 and "No sign-in stored" in logout.stderr
