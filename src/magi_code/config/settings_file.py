@@ -85,7 +85,7 @@ def remove_table(settings_file: str, path: list[str]) -> bool:
         assert isinstance(parent, dict)
         del parent[path[-1]]
 
-    _write_first(settings_file, before, expected, (_without_table(text, path),))
+    _write_first(settings_file, before, expected, (_without_table(text, path),), prune=True)
     return True
 
 
@@ -137,15 +137,18 @@ def _write_first(
     before: dict[str, Any],
     change: Callable[[dict[str, Any]], None],
     candidates: tuple[str | None, ...],
+    prune: bool = False,
 ) -> None:
-    """Write the first candidate text that parses to `before` with `change` applied."""
+    """Write the first candidate text that parses to `before` with `change` applied (with
+    `prune`, tables left empty may also vanish: `[a.b.c]` alone defined `a` and `a.b`)."""
     expected = copy.deepcopy(before)
     try:
         change(expected)
     except (AttributeError, TypeError):  # a key on the way is not a table
         raise SettingsFileError(_BY_HAND) from None
+    allowed = [expected, _pruned(expected)] if prune else [expected]
     for text in candidates:
-        if text is not None and _parses_to(text, expected):
+        if text is not None and _parses_to(text, allowed):
             _write_atomic(settings_file, text)
             return
     raise SettingsFileError(_BY_HAND)
@@ -154,11 +157,23 @@ def _write_first(
 _BY_HAND = "the global settings cannot be edited safely; edit them by hand"
 
 
-def _parses_to(text: str, expected: dict[str, Any]) -> bool:
+def _parses_to(text: str, allowed: list[dict[str, Any]]) -> bool:
     try:
-        return tomllib.loads(text) == expected
+        return tomllib.loads(text) in allowed
     except (tomllib.TOMLDecodeError, RecursionError):
         return False
+
+
+def _pruned(settings: dict[str, Any]) -> dict[str, Any]:
+    """`settings` without the tables that hold nothing (recursively)."""
+    out: dict[str, Any] = {}
+    for key, value in settings.items():
+        if isinstance(value, dict):
+            value = _pruned(value)
+            if not value:
+                continue
+        out[key] = value
+    return out
 
 
 def _load(text: str) -> dict[str, Any]:
@@ -298,7 +313,8 @@ def _append(text: str, block: str) -> str:
 
 def _without_table(text: str, path: list[str]) -> str | None:
     """The text without the `[path]` table and its `[path.*]` sub-tables (each up to the next
-    header). Headers are compared after parsing them, so any quoting style matches."""
+    header; blank lines stay, as the separators they are). Headers are compared after parsing
+    them, so any quoting style matches."""
     lines = _lines(text)
     kept: list[str] = []
     dropping = found = False
@@ -307,7 +323,7 @@ def _without_table(text: str, path: list[str]) -> str | None:
             parsed = _header_path(line)
             dropping = parsed is not None and parsed[: len(path)] == path
             found = found or dropping
-        if not dropping:
+        if not dropping or not line.strip():
             kept.append(line)
     return "\n".join(kept) if found else None
 
