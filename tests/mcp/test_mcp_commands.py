@@ -104,8 +104,8 @@ def test_every_command_has_help(tmp_path: Path, verb: list[str]) -> None:
         (["add", "x", "--url", "http://example.com/mcp"], 2, "not a valid server"),
         (["add", "x", "--url", "https://h/", "--header", "novalue"], 2, "KEY=VALUE"),
         (["remove", "nope"], 1, "not defined in the global settings"),
-        (["approve", "nope"], 1, "no MCP server of that name"),
-        (["login", "nope"], 1, "no MCP server of that name"),
+        (["approve", "nope"], 2, "no MCP server of that name"),
+        (["login", "nope"], 2, "no MCP server of that name"),
         (["list", "--", "x"], 2, "only `add`"),
     ],
 )

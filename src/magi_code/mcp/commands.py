@@ -128,7 +128,7 @@ def _merged() -> dict[str, Any]:
     try:
         loaded = settings.load_layers(_global_file(), paths.project_settings(os.getcwd()))
     except settings.SettingsError:
-        raise CommandError("the settings are not valid") from None
+        raise CommandError("the settings are not valid", 2) from None
     for dropped in loaded.dropped:
         print(f"magi-code: {dropped.warning()}", file=sys.stderr)
     return loaded.settings
@@ -145,7 +145,7 @@ def _definition(name: str, conf: Mapping[str, Any] | None = None) -> Mapping[str
     """The merged definition of `name`, checked for shape."""
     raw = _servers(_merged() if conf is None else conf).get(name)
     if not isinstance(raw, Mapping):
-        raise CommandError("no MCP server of that name in the settings")
+        raise CommandError("no MCP server of that name in the settings", 2)
     try:
         parse_server(name, raw)
     except DefinitionError:
