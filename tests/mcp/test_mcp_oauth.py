@@ -9,11 +9,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
+from anyio.abc import SocketAttribute
 from mcp_harness import HttpServer
 
 from magi_code.client import ErrorResponse, LocalAgentClient, environment
+from magi_code.mcp.limits import CALLBACK_BYTES
 from magi_code.runner.startup import StartupError, admit
 
 NAME = "web"
@@ -140,3 +143,64 @@ def test_a_server_never_logged_in_to_needs_a_login(home: Path, oauth_server: Htt
     assert "POST /register" not in oauth_server.requests()  # startup registers nothing
     logout = mcp(home, "logout", NAME)
     assert logout.returncode == 0 and "No sign-in stored" in logout.stderr
+
+
+def test_a_stored_login_is_bound_to_its_url(tmp_path: Path) -> None:
+    from mcp.shared.auth import OAuthToken
+
+    from magi_code.config.credentials import CredentialStore
+    from magi_code.mcp.oauth import CredentialTokenStorage, startup_auth
+
+    store = CredentialStore(tmp_path)
+    mine = CredentialTokenStorage(store, NAME, "https://a.example/mcp")
+    token = OAuthToken(access_token="at", refresh_token="rt", expires_in=60)
+    anyio.run(mine.set_tokens, token)
+    assert anyio.run(mine.get_tokens) is not None and mine.has_tokens()
+    elsewhere = CredentialTokenStorage(store, NAME, "https://b.example/mcp")
+    assert anyio.run(elsewhere.get_tokens) is None and not elsewhere.has_tokens()
+    assert startup_auth(store, NAME, "https://b.example/mcp", lambda: None) is None
+
+
+def callback_request(target: str, size: int) -> bytes:
+    """`GET target` padded with a header to exactly `size` bytes."""
+    head = f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: "
+    pad = size - len(head) - 4
+    return (head + "p" * pad + "\r\n\r\n").encode()
+
+
+@pytest.mark.parametrize(
+    ("size", "accepted"), [(CALLBACK_BYTES, True), (CALLBACK_BYTES + 1, False)]
+)
+def test_the_loopback_listener_takes_one_bounded_callback(
+    tmp_path: Path, size: int, accepted: bool
+) -> None:
+    from magi_code.config.credentials import CredentialStore
+    from magi_code.mcp.oauth import LoginFlow
+
+    flow = LoginFlow(CredentialStore(tmp_path), NAME, "https://a.example/mcp", lambda url: None)
+
+    async def go() -> list[bytes]:
+        answers = []
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        port = listener.extra(SocketAttribute.local_port)
+        async with anyio.create_task_group() as group:
+            group.start_soon(flow.serve, listener)
+            for request in (
+                b"POST /callback?code=c HTTP/1.1\r\n\r\n",
+                b"GET /elsewhere?code=c HTTP/1.1\r\n\r\n",
+                callback_request("/callback?code=the-code&state=s", size),
+            ):
+                async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+                    await stream.send(request)
+                    answers.append(await stream.receive())
+            group.cancel_scope.cancel()
+        return answers
+
+    answers = anyio.run(go)
+    assert [a.split(b"\r\n")[0] for a in answers[:2]] == [b"HTTP/1.1 404 Not Found"] * 2
+    if accepted:
+        assert answers[2].startswith(b"HTTP/1.1 200 OK")
+        assert flow.result is not None and flow.result.code == "the-code"
+        assert flow.result.state == "s"
+    else:
+        assert answers[2].startswith(b"HTTP/1.1 404") and flow.result is None
