@@ -133,6 +133,23 @@ def test_a_revoked_refresh_token_fails_startup_with_the_login_advice(
         with pytest.raises(ErrorResponse) as refused:
             agent.request("initialize", {"required_capabilities": []})
         assert refused.value.code == "mcp_unavailable"
+    code = (
+        "from magi_code.runner.startup import StartupError, admit\n"
+        "import os\n"
+        "try:\n    admit(os.getcwd(), dict(os.environ))\n"
+        "except StartupError as failed:\n    print(failed.code)\n"
+    )
+    quiet = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=home.parent,
+        env=environment(home),
+        timeout=60,
+        check=False,
+    )
+    assert quiet.stdout == "mcp_unavailable\n"
+    assert quiet.stderr == ""  # the SDK's logs (a token endpoint's answer) never reach stderr
 
 
 def test_a_server_never_logged_in_to_needs_a_login(home: Path, oauth_server: HttpServer) -> None:

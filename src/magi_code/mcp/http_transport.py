@@ -6,13 +6,10 @@ Rules:
   is unset or empty fails the server (McpUnavailable): no request goes out half-credentialed.
 - A server with a stored OAuth login and no static Authorization uses it (mcp/oauth.py);
   a 401 from a server we have no login for marks it as needing one. Startup never prompts.
-- The SDK logs response bodies and errors (a token endpoint's answer among them): its loggers
-  end here, never on stderr, which `serve --stdio` keeps free of diagnostics.
 - The SDK's client context owns the HTTP session: leaving it in order sends the DELETE that
   ends the session, so the owner leaves it in order (manager.py), never by a bare cancel.
 """
 
-import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 
@@ -25,10 +22,6 @@ from magi_code.mcp.definitions import ENV_PREFIX, ServerDef
 from magi_code.mcp.errors import McpUnavailable
 from magi_code.mcp.limits import CALL_TIMEOUT_S, HTTP_TIMEOUT_S
 from magi_code.mcp.oauth import startup_auth
-
-_SDK_LOGGER = logging.getLogger("mcp")
-_SDK_LOGGER.addHandler(logging.NullHandler())
-_SDK_LOGGER.propagate = False
 
 
 def resolve_headers(server: ServerDef, env: Mapping[str, str]) -> dict[str, str]:

@@ -16,12 +16,15 @@ Rules:
 - `notifications/tools/list_changed` re-lists that server's tools in the background; the next
   `tools()` (the next turn) waits briefly for a re-list in flight. Server-initiated sampling,
   elicitation and roots requests are refused (the SDK's defaults; no capability is declared).
+- The SDK logs server text (error bodies, a token endpoint's answer): its loggers end here,
+  never on stderr, which `serve --stdio` keeps free of diagnostics.
 - Tool calls are tasks of the manager's loop too; a caller on another loop awaits them through
   a future it cancels on its own cancellation (see `tool.McpTool.run`).
 """
 
 import concurrent.futures
 import contextlib
+import logging
 import math
 import os
 import signal
@@ -57,6 +60,10 @@ CLIENT_INFO = mcp_types.Implementation(name="magi-code", version="0.1.0")
 # What a server inherits from our environment, besides its own `env` table: never credentials.
 INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")
 _CALL_ERRORS = (MCPError, RuntimeError, ValueError, anyio.BrokenResourceError)
+
+_SDK_LOGGER = logging.getLogger("mcp")
+_SDK_LOGGER.addHandler(logging.NullHandler())
+_SDK_LOGGER.propagate = False
 
 
 @dataclass
