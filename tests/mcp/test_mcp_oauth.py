@@ -158,6 +158,27 @@ def test_a_server_never_logged_in_to_needs_a_login(home: Path, oauth_server: Htt
     assert caught.value.code == "mcp_unavailable"
     assert f"magi-code mcp login {NAME}" in (caught.value.detail or "")
     assert "POST /register" not in oauth_server.requests()  # startup registers nothing
+    primary, secondary = os.openpty()  # Mission Control says what to run, on a terminal
+    try:
+        terminal = subprocess.run(
+            [sys.executable, "-m", "magi_code.cli", "--prompt", "hello"],
+            stdin=secondary,
+            stdout=secondary,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=home.parent,
+            env=environment(home),
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(primary)
+        os.close(secondary)
+    assert terminal.returncode == 1
+    assert terminal.stderr == (
+        "magi-code: startup failed: mcp_unavailable "
+        f"(MCP server '{NAME}' needs a login: run `magi-code mcp login {NAME}`)\n"
+    )
     logout = mcp(home, "logout", NAME)
     assert logout.returncode == 0 and "No sign-in stored" in logout.stderr
 

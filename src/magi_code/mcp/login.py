@@ -15,8 +15,6 @@ import anyio
 import httpx2
 from anyio.abc import SocketAttribute
 from mcp import ClientSession
-from mcp.client.auth import OAuthFlowError
-from mcp.shared.exceptions import MCPError
 
 from magi_code.config.credentials import CredentialStore
 from magi_code.mcp.definitions import ServerDef
@@ -53,7 +51,7 @@ async def run_login(
         raise LoginFailed("no sign-in arrived in time") from None
     except McpUnavailable:
         raise LoginFailed("a header's environment variable is not set") from None
-    except (OAuthFlowError, MCPError, httpx2.HTTPError, OSError, ExceptionGroup):
+    except Exception:  # noqa: BLE001 - whatever the SDK's flow raises is one fixed phrase
         raise LoginFailed("the server or its authorization server refused it") from None
     if not flow.storage.has_tokens():
         return None
