@@ -115,7 +115,12 @@ def test_a_new_tool_list_is_picked_up_and_sampling_is_refused(http_server: HttpS
         assert "mcp__web__extra" not in manager.tools()
         assert call(manager, "mcp__web__sample", "{}").output == "refused: MCPError"
         assert call(manager, "mcp__web__grow", "{}").ok
-        assert "mcp__web__extra" in manager.tools()  # what the next turn is offered
+        # The announcement travels on the session's GET stream, not with the call's answer:
+        # a later turn sees the new list once it has arrived (a turn never lists it itself).
+        deadline = time.monotonic() + 5
+        while "mcp__web__extra" not in manager.tools():
+            assert time.monotonic() < deadline, "the new tool list was not picked up"
+            time.sleep(0.02)
         assert call(manager, "mcp__web__extra", "{}").output == "extra"
     finally:
         manager.close()
