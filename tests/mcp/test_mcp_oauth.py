@@ -94,6 +94,10 @@ def test_login_stores_tokens_0600_and_prints_none(home: Path, oauth_server: Http
     logout = mcp(home, "logout", NAME)
     assert logout.returncode == 0 and "Signed out" in logout.stderr
     assert f"mcp:{NAME}" not in json.loads((home / "credentials.json").read_text())
+    login(home)
+    removed = mcp(home, "remove", NAME)
+    assert removed.returncode == 0 and "and its stored sign-in" in removed.stderr
+    assert f"mcp:{NAME}" not in json.loads((home / "credentials.json").read_text())
 
 
 def test_startup_refreshes_an_expired_token_without_a_prompt(

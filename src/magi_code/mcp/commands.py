@@ -75,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--env", action="append", default=[], metavar="K=V", help="stdio only")
     add.add_argument("--disabled", action="store_true", help="define it, but not enabled")
     for verb, what in (
-        ("remove", "remove a server (and its approval) from the global settings"),
+        ("remove", "remove a server, its approval and its sign-in"),
         ("approve", "approve a server's definition, in the global settings"),
         ("digest", "print the digest that approval records"),
         ("login", "sign in to an HTTP server (OAuth, in a browser)"),
@@ -275,7 +275,9 @@ def remove(name: str) -> int:
         kept = [d for d in approved if d != digest]
         settings_file.set_array(global_file, "mcp", "approved", kept)
     settings_file.remove_table(global_file, ["mcp", "servers", name])
-    print(f"Removed MCP server {name!r} from {global_file}", file=sys.stderr)
+    signed_out = CredentialStore(_home()).remove_mcp_oauth(name)
+    also = " and its stored sign-in" if signed_out else ""
+    print(f"Removed MCP server {name!r}{also} from {global_file}", file=sys.stderr)
     return 0
 
 
