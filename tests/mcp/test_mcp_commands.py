@@ -127,6 +127,22 @@ def test_add_refuses_a_name_already_defined_and_login_needs_http_and_approval(
     assert "not an HTTP server" in mcp(home, "login", "x").stderr
     assert mcp(home, "add", "w", "--url", "https://h.example/mcp").returncode == 0
     assert "not approved" in mcp(home, "login", "w").stderr
+    static = ["--url", "https://h.example/mcp", "--bearer-token-env", "W_TOKEN"]
+    assert mcp(home, "add", "static", *static).returncode == 0
+    assert mcp(home, "approve", "static").returncode == 0
+    unset = mcp(home, "login", "static")
+    assert unset.returncode == 1 and "environment variable" in unset.stderr
+    done = subprocess.run(
+        [sys.executable, "-m", "magi_code.cli", "mcp", "login", "static"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=environment(home, W_TOKEN="secret-token-value"),
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1 and "static Authorization" in done.stderr
+    assert "secret-token-value" not in done.stderr + done.stdout
 
 
 def test_header_values_are_never_printed(tmp_path: Path) -> None:

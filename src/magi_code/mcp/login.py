@@ -19,7 +19,7 @@ from mcp import ClientSession
 from magi_code.config.credentials import CredentialStore
 from magi_code.mcp.definitions import ServerDef
 from magi_code.mcp.errors import McpUnavailable
-from magi_code.mcp.http_transport import open_http
+from magi_code.mcp.http_transport import open_http, resolve_headers
 from magi_code.mcp.limits import LOGIN_S
 from magi_code.mcp.manager import CLIENT_INFO, list_tools
 from magi_code.mcp.oauth import LoginFlow
@@ -34,6 +34,12 @@ async def run_login(
 ) -> int | None:
     """Sign in; the server's tool count, or None when it asked for no sign-in."""
     assert server.url is not None
+    try:
+        headers = resolve_headers(server, os.environ)
+    except McpUnavailable:
+        raise LoginFailed("an environment variable its headers name is not set") from None
+    if any(key.lower() == "authorization" for key in headers):
+        raise LoginFailed("it is configured with a static Authorization; there is no sign-in")
     store.remove_mcp_oauth(server.name)
     flow = LoginFlow(store, server.name, server.url, show)
     try:
@@ -49,8 +55,6 @@ async def run_login(
                 group.cancel_scope.cancel()
     except TimeoutError:
         raise LoginFailed("no sign-in arrived in time") from None
-    except McpUnavailable:
-        raise LoginFailed("a header's environment variable is not set") from None
     except Exception:  # noqa: BLE001 - whatever the SDK's flow raises is one fixed phrase
         raise LoginFailed("the server or its authorization server refused it") from None
     if not flow.storage.has_tokens():
