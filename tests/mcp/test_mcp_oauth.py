@@ -246,3 +246,36 @@ def test_the_loopback_listener_takes_one_bounded_callback(
         assert flow.result.state == "s"
     else:
         assert answers[2].startswith(b"HTTP/1.1 404") and flow.result is None
+
+
+def test_startup_restores_the_token_endpoint_and_the_expiry_the_sdk_keeps_in_memory(
+    tmp_path: Path,
+) -> None:
+    """A refresh at startup must go to the authorization server found at login, which may be
+    another origin than the MCP server's (the SDK would otherwise guess `<server>/token`)."""
+    from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken
+
+    from magi_code.config.credentials import CredentialStore
+    from magi_code.mcp.oauth import CredentialTokenStorage, startup_auth
+
+    store = CredentialStore(tmp_path)
+    storage = CredentialTokenStorage(store, NAME, "https://mcp.example/mcp")
+    anyio.run(storage.set_tokens, OAuthToken(access_token="a", refresh_token="r", expires_in=-5))
+    anyio.run(storage.set_client_info, OAuthClientInformationFull(client_id="magi"))
+    storage.set_metadata(
+        OAuthMetadata.model_validate(
+            {
+                "issuer": "https://auth.example",
+                "authorization_endpoint": "https://auth.example/oauth/authorize",
+                "token_endpoint": "https://auth.example/oauth/token",
+            }
+        )
+    )
+    provider = startup_auth(store, NAME, "https://mcp.example/mcp", lambda: None)
+    assert provider is not None
+    anyio.run(provider._initialize)
+    metadata = provider.context.oauth_metadata
+    assert metadata is not None
+    assert str(metadata.token_endpoint) == "https://auth.example/oauth/token"
+    assert not provider.context.is_token_valid()  # expired: refreshed before any use
+    assert provider.context.can_refresh_token()
