@@ -19,6 +19,7 @@ What `<cwd>/.magi-code/settings.toml` may set (README, "Security model", shows t
 | any key not named in this table                             | no        | yes     |
 | mcp.approved, permissions.trusted_projects,                 | no        | no      |
 | sessions.retention_days                                     |           |         |
+| mcp.servers.*.headers / bearer_token_env (credentials)      | no        | no      |
 | providers.*.api_key_env / api_key / headers / token /       | no        | no      |
 | token_url / client_id (credential sources)                  |           |         |
 | providers.<known>.base_url / wire_api                       | no        | no      |
@@ -68,6 +69,9 @@ PERMISSIONS = {
     "code_mode": NARROW,  # the Code Mode policy: the same keys, narrowed the same way
 }
 MCP = {"approved": NEVER, "servers": TRUSTED}
+# What an MCP server sends as credentials: only the user's own files name them, so a project
+# can neither put a secret in a header nor point one at the user's environment.
+MCP_SERVER_CREDENTIAL_KEYS = frozenset({"headers", "bearer_token_env"})
 SESSIONS = {"retention_days": NEVER}
 CREDENTIAL_KEYS = frozenset(
     {"api_key_env", "api_key", "headers", "token", "token_url", "client_id"}
@@ -158,6 +162,8 @@ def admit_project(
             _providers(value, base.get("providers"), trusted, kept, dropped)
         elif key in ("mcp", "sessions") and isinstance(value, Mapping):
             _table(key, value, MCP if key == "mcp" else SESSIONS, trusted, kept, dropped)
+            if key == "mcp" and isinstance(kept.get("mcp", {}).get("servers"), Mapping):
+                kept["mcp"]["servers"] = _mcp_servers(kept["mcp"]["servers"], dropped)
         elif _allowed(TOP_LEVEL.get(key, TRUSTED), trusted):
             kept[key] = value
         else:
@@ -193,6 +199,18 @@ def _table(
             dropped.append(f"{name}.{key}")
     if out or not table:
         kept[name] = out
+
+
+def _mcp_servers(servers: Mapping[str, Any], dropped: list[str]) -> dict[str, Any]:
+    """A trusted project's server tables without their credential sources."""
+    out: dict[str, Any] = {}
+    for name, conf in servers.items():
+        if isinstance(conf, Mapping):
+            for key in sorted(MCP_SERVER_CREDENTIAL_KEYS & set(conf)):
+                dropped.append(f"mcp.servers.{name}.{key}")
+            conf = {k: v for k, v in conf.items() if k not in MCP_SERVER_CREDENTIAL_KEYS}
+        out[name] = conf
+    return out
 
 
 def _permissions(

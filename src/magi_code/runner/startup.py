@@ -138,7 +138,7 @@ def admit(
     check_hooks_and_code_mode(conf)
     credential_providers = loaded.base["providers"]
     check_provider(conf, where, env, credential_providers)
-    manager = start_mcp(conf, env, canonical_cwd, cancel)
+    manager = start_mcp(conf, env, canonical_cwd, cancel, where.home)
     return Admitted(
         paths=where,
         cwd=canonical_cwd,
@@ -175,19 +175,32 @@ def check_mcp(conf: Mapping[str, Any]) -> None:
 
 
 def start_mcp(
-    conf: Mapping[str, Any], env: Mapping[str, str], cwd: str, cancel: threading.Event | None
+    conf: Mapping[str, Any],
+    env: Mapping[str, str],
+    cwd: str,
+    cancel: threading.Event | None,
+    home: str | None = None,
 ) -> McpManager | None:
-    """Connect every enabled, approved server (the SDK loads only then); None when none is."""
+    """Connect every enabled, approved server (the SDK loads only then); None when none is.
+    A server that needs a login fails with the terminal advice in `detail`."""
     if not _mcp_enabled(conf):
         return None
     from magi_code.mcp.definitions import approved_digests
-    from magi_code.mcp.errors import McpStartupError
+    from magi_code.mcp.errors import McpLoginRequired, McpStartupError
     from magi_code.mcp.manager import McpManager
 
     try:
         return McpManager.start(
-            conf["mcp"]["servers"], cancel, approved=approved_digests(conf), env=env, cwd=cwd
+            conf["mcp"]["servers"],
+            cancel,
+            approved=approved_digests(conf),
+            env=env,
+            cwd=cwd,
+            home=home,
         )
+    except McpLoginRequired as exc:
+        advice = f"MCP server {exc.server!r} needs a login: run `magi-code mcp login {exc.server}`"
+        raise StartupError(exc.code, advice) from exc
     except McpStartupError as exc:
         raise StartupError(exc.code) from exc
 
