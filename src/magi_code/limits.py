@@ -69,3 +69,14 @@ PROFILE_NAME_CHARS = 64  # agent profile names, like skill names
 
 # Settings files: tables and arrays nested deeper than this are refused (configuration_invalid)
 SETTINGS_DEPTH = 32
+
+# Subagents and peers (melchior): per session; settings may lower the first two, never raise
+SUBAGENTS_CONCURRENT = 4  # children of one session running at once
+SUBAGENT_DEPTH = 2  # a top session is depth 0; its children 1, theirs 2, and no deeper
+SUBAGENT_TEXT_BYTES = 16 * 1024  # a child's final text as the parent's tool returns it
+SUBAGENT_REPORT_BYTES = 16 * 1024  # a child's stored report as the parent's tool returns it
+CHILD_EXIT_MS = 2000  # a cancelled or finished child (and its socket) is gone within this
+MELCHIOR_START_MS = 5000  # `melchior serve` says `listening` within this, or is given up
+MELCHIOR_TOOL_MS = 15_000  # one `melchior tool`/`fork` exec
+PEER_INBOX = 64  # peer messages queued for the next turn boundary; older ones are dropped
+PEER_TEXT_BYTES = 8 * 1024  # one peer message as the model is shown it

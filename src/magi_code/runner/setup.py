@@ -2,7 +2,7 @@
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magi_code.context.loader import Context, offers
 from magi_code.providers.base import Provider
@@ -16,6 +16,9 @@ from magi_code.tools.narrowing import narrowed, with_skill_reads
 from magi_code.tools.paths import Protected
 from magi_code.tools.policy import Policy
 from magi_code.tools.skill import SkillTool
+
+if TYPE_CHECKING:
+    from magi_code.runner.agents import SessionAgents
 
 Selection = tuple[str | None, str | None, str | None]  # provider, model, thinking
 SECRET_NAME_PARTS = ("API_KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
@@ -68,13 +71,18 @@ def turn_setup(
     session_id: str,
     run_id: str,
     approvals: ApprovalBroker,
+    agents: "SessionAgents | None" = None,
 ) -> TurnSetup:
     provider_id, model, thinking = selection
     provider_id = provider_id or admitted.provider
     tools = builtin_tools()
     if admitted.mcp is not None:
         tools |= admitted.mcp.tools()
+    if agents is not None:  # melchior tools and `agent`, under the delegated ceiling
+        tools |= agents.tools()
     tools, turn_policy = context_tools(admitted.context, tools, policy(admitted))
+    if agents is not None:
+        turn_policy = agents.policy(turn_policy)
     return TurnSetup(
         session_id=session_id,
         run_id=run_id,

@@ -350,7 +350,9 @@ class Turn:
             raise RunFailed("execution_failed")
         activity_id = new_id()
         tool = self.setup.tools.get(call.name)
-        ctx = ToolContext(self.setup.workspace, self.setup.env)
+        ctx = ToolContext(
+            self.setup.workspace, self.setup.env, self.emit.critical, self.setup.approvals.request
+        )
         name = safe_summary(call.name)[:64] or "tool"
         try:
             if tool is None:

@@ -20,6 +20,9 @@ reasoning_summary  ``item_id``, ``run_id``, ``text``, ``provider_summary`` (bool
 tool               ``activity_id``, ``run_id``, ``name``, ``state`` (started|completed|failed),
                    ``summary`` (optional str), ``result`` (raw, provider replay only; any JSON)
 compaction         ``text``: a compaction summary
+peer               ``run_id``, ``who`` (melchior's proven project/role/id), ``sort``, ``text``,
+                   ``task`` (optional): a peer's message, shown to the model labelled at the
+                   start of a turn; never user input, never projected
 internal           provider-only prompt; never projected
 assessment         private assessment; never projected
 reasoning          raw reasoning; never projected
@@ -52,7 +55,7 @@ PROJECTED_TYPES = frozenset(
     {"user", "assistant_chunk", "assistant", "reasoning_summary", "tool", "compaction"}
 )
 PRIVATE_TYPES = frozenset({"internal", "assessment", "reasoning"})
-RECORD_TYPES = PROJECTED_TYPES | PRIVATE_TYPES | {"session", "run_finished"}
+RECORD_TYPES = PROJECTED_TYPES | PRIVATE_TYPES | {"session", "run_finished", "peer"}
 
 TOOL_STATES = frozenset({"started", "completed", "failed"})
 OUTCOMES = frozenset({"completed", "cancelled", "failed"})
@@ -67,6 +70,7 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "tool": ("activity_id", "run_id", "name", "state"),
     "compaction": ("text",),
     "run_finished": ("run_id", "outcome"),
+    "peer": ("run_id", "who", "sort", "text"),
 }
 
 
