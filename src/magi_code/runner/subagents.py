@@ -71,6 +71,7 @@ class Child:
     first_event_s: float | None = None  # from the tool call to the child's first run event
     text: str = ""
     client: LocalAgentClient | None = None
+    up: threading.Event = field(default_factory=threading.Event)  # its session exists, or it failed
 
     def view(self) -> dict[str, Any]:
         return {
@@ -149,7 +150,8 @@ def drive(child: Child, client: LocalAgentClient, prompt: str, approve: Approve)
     started = child.started
     client.request("initialize", {"required_capabilities": []})
     session = client.request("session.create")
-    child.session_id = str(session["session_id"])
+    child.session_id = str(session["session_id"])  # its melchior is up: it can be followed
+    child.up.set()
     client.request("turn.start", {"session_id": child.session_id, "prompt": prompt})
     child.state = "running"
     texts: dict[str, list[str]] = {}
@@ -250,7 +252,14 @@ class AgentTool:
             if args.background:
                 reserved = False  # the thread below releases the slot
                 self._background(child, env, args.prompt)
-                output = {"agent": child.agent_id, "state": "running"}
+                await anyio.to_thread.run_sync(
+                    child.up.wait, limits.MELCHIOR_START_MS / 1000, abandon_on_cancel=True
+                )
+                output = {
+                    "agent": child.agent_id,
+                    "session": child.session_id,
+                    "state": child.state,
+                }
                 await _emit(ctx, Activity(activity, "subagent", "completed", "agent", summary))
                 return ToolOutcome(True, json.dumps(output), f"{summary} {child.agent_id}")
             outcome = await self._foreground(child, env, args.prompt, ctx)
@@ -301,6 +310,7 @@ class AgentTool:
                 outcome = _outcome(child, client, prompt, lambda _summary: False)
                 child.state = "completed" if outcome == "completed" else "failed"
             finally:
+                child.up.set()
                 stop(child)
                 self.children.release()
 
