@@ -19,25 +19,55 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from magi_code import limits
-from magi_code.providers.base import AssistantText
-from magi_code.runner import delegation, peers
-from magi_code.runner.delegation import Delegation
-from magi_code.runner.events import RunFinished
-from magi_code.runner.melchior_tools import describe, melchior_tools
-from magi_code.runner.subagents import AgentTool, Children
-from magi_code.runner.turn import Emitter, Journal, TurnControl, TurnSetup, run_turn
+from magi_code.runner import peers
 
+# Only `peers` is imported up front: `open` starts `melchior serve` first, and the runner's
+# heavier modules load while it boots.
 if TYPE_CHECKING:
     from magi_code.client import LocalAgentClient
+    from magi_code.runner.delegation import Delegation
+    from magi_code.runner.events import RunFinished
     from magi_code.runner.startup import Admitted
+    from magi_code.runner.subagents import Children
+    from magi_code.runner.turn import Emitter, Journal, TurnControl, TurnSetup
     from magi_code.sessions import Attachment
     from magi_code.tools.base import Tool
     from magi_code.tools.policy import Policy
+
+
+VOCABULARY_ENV = "MAGI_CODE_MELCHIOR_VOCABULARY"  # what the parent read, handed to a child
+
+
+class Described:
+    """`melchior tool --describe`, read on a thread while `melchior serve` starts; a child
+    takes what its parent read (the same melchior, the same vocabulary) and runs nothing."""
+
+    def __init__(self, env: Mapping[str, str], handed: str | None) -> None:
+        self.vocabulary: dict[str, Any] | None = None
+        self.thread: threading.Thread | None = None
+        if handed:
+            with contextlib.suppress(ValueError):
+                value = json.loads(handed)
+                self.vocabulary = value if isinstance(value, dict) else None
+        if self.vocabulary is None:
+            self.thread = threading.Thread(target=self.read, args=(dict(env),), daemon=True)
+            self.thread.start()
+
+    def read(self, env: dict[str, str]) -> None:
+        from magi_code.runner.melchior_tools import describe
+
+        self.vocabulary = describe(peers.melchior_command(), env)
+
+    def result(self) -> dict[str, Any] | None:
+        if self.thread is not None:
+            self.thread.join()  # bounded: describe runs under MELCHIOR_TOOL_MS
+        return self.vocabulary
 
 
 def bound(settings: Mapping[str, Any], key: str, ceiling: int) -> int:
@@ -57,22 +87,29 @@ class SessionAgents:
         melchior: peers.SessionMelchior | None,
         given: Delegation | None,
         notices: list[str],
+        vocabulary: dict[str, Any] | None,
     ) -> None:
         self.admitted, self.session_id, self.melchior = admitted, session_id, melchior
         self.delegation = given
         self.notices = notices
+        from magi_code.runner.subagents import Children
+
         self.command = peers.melchior_command()
-        self.children = Children(
+        self.children: Children = Children(
             bound(admitted.settings, "max_concurrent", limits.SUBAGENTS_CONCURRENT)
         )
         self.max_depth = bound(admitted.settings, "max_depth", limits.SUBAGENT_DEPTH)
-        self.vocabulary: dict[str, Any] | None = None
-        if melchior is not None:
-            self.vocabulary = describe(self.command, melchior.tool_env(admitted.env))
+        self.vocabulary = vocabulary if melchior is not None else None
 
     @classmethod
     def open(cls, admitted: Admitted, attachment: Attachment, path: Path) -> SessionAgents:
         """Blocking (a worker thread): the delegation kept, and melchior started."""
+        env = melchior_env(admitted.env)
+        talk = peers.talk_setting(admitted.settings)
+        booting = peers.launch(env, talk, admitted.cwd)
+        described = Described(env, admitted.env.get(VOCABULARY_ENV))
+        from magi_code.runner import delegation
+
         given = delegation.from_env(admitted.env)
         kept = delegation.stored(path)
         if given is not None and kept is None:
@@ -82,9 +119,11 @@ class SessionAgents:
             with contextlib.suppress(SessionError, OSError):
                 attachment.append(given.record(), fsync=True)
         chosen = delegation.combine(kept, given)
-        env = melchior_env(admitted.env)
-        melchior, notice = peers.start(env, peers.talk_setting(admitted.settings), admitted.cwd)
-        return cls(admitted, attachment.session_id, melchior, chosen, [notice] if notice else [])
+        import magi_code.runner.subagents  # noqa: F401 - loaded while melchior boots
+
+        melchior, notice = peers.ready(booting, env, talk)
+        notices = [notice] if notice else []
+        return cls(admitted, attachment.session_id, melchior, chosen, notices, described.result())
 
     @property
     def depth(self) -> int:
@@ -93,10 +132,15 @@ class SessionAgents:
     # ---- what a turn is given ----------------------------------------------------------------
 
     def policy(self, policy: Policy) -> Policy:
-        return delegation.under(policy, self.delegation)
+        from magi_code.runner.delegation import under
+
+        return under(policy, self.delegation)
 
     def tools(self) -> dict[str, Tool[Any]]:
         """The melchior tools and, below the depth bound, the `agent` tool."""
+        from magi_code.runner.melchior_tools import melchior_tools
+        from magi_code.runner.subagents import AgentTool
+
         melchior = self.melchior
         if melchior is None or self.vocabulary is None:
             return {}
@@ -136,6 +180,8 @@ class SessionAgents:
 
     def child_env(self, profile: str, identity: dict[str, str]) -> dict[str, str]:
         """A child's environment: this process's, the fork's identity, the delegation."""
+        from magi_code.runner import delegation
+
         admitted = self.admitted
         handed = delegation.hand_down(
             self.delegation,
@@ -148,6 +194,8 @@ class SessionAgents:
         env = {k: v for k, v in admitted.env.items() if k not in peers.IDENTITY_KEYS}
         env.update(identity)
         env[delegation.ENV] = json.dumps({**handed.to_json(), "profile": profile})
+        if self.vocabulary is not None:
+            env[VOCABULARY_ENV] = json.dumps(self.vocabulary)
         return env
 
     def spawn(self, env: dict[str, str]) -> LocalAgentClient:
@@ -225,6 +273,8 @@ async def run_turn_with_peers(
     prompt: str,
 ) -> RunFinished:
     """One turn with the session's peers: their messages delivered first, asks settled after."""
+    from magi_code.runner.turn import run_turn
+
     melchior = agents.melchior if agents is not None else None
     if melchior is None:
         return await run_turn(setup, journal, emit, control, prompt)
@@ -252,6 +302,8 @@ async def run_turn_with_peers(
 
 
 def _final_text(journal: Journal) -> str:
+    from magi_code.providers.base import AssistantText
+
     for item in reversed(journal.replay()):
         if isinstance(item, AssistantText):
             return item.text

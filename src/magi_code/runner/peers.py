@@ -198,10 +198,16 @@ def start(env: Mapping[str, str], talk: str, cwd: str) -> tuple[SessionMelchior 
 
     With MAGI_MELCHIOR_* in `env` (a forked child) it comes up as that identity; without, it
     mints a root for itself and says its environment in `listening`."""
+    return ready(launch(env, talk, cwd), env, talk)
+
+
+def launch(env: Mapping[str, str], talk: str, cwd: str) -> subprocess.Popen[bytes] | None:
+    """The first half of `start`: the process, not yet listening (it boots while the caller
+    does other work)."""
     child_env = dict(env)
     child_env[ENV_TALK] = talk
     try:
-        process = subprocess.Popen(
+        return subprocess.Popen(
             [*melchior_command(), "serve"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -211,6 +217,14 @@ def start(env: Mapping[str, str], talk: str, cwd: str) -> tuple[SessionMelchior 
             close_fds=True,
         )
     except OSError:
+        return None
+
+
+def ready(
+    process: subprocess.Popen[bytes] | None, env: Mapping[str, str], talk: str
+) -> tuple[SessionMelchior | None, str | None]:
+    """The second half of `start`: wait for `listening` (within MELCHIOR_START_MS)."""
+    if process is None:
         return None, UNAVAILABLE
     listening = _first_event(process)
     if listening is None or listening.get("event") != "listening":

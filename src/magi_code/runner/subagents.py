@@ -23,6 +23,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import threading
@@ -236,7 +237,7 @@ class AgentTool:
         return safe_summary(f"{mode} {args.profile}")
 
     async def run(self, args: AgentArgs, ctx: ToolContext) -> ToolOutcome:
-        summary = self.describe(args, ctx)
+        summary, called = self.describe(args, ctx), time.monotonic()
         if not self.children.reserve():
             return ToolOutcome(False, json.dumps({"error": "too_many_subagents"}), summary)
         reserved = True
@@ -244,7 +245,7 @@ class AgentTool:
             spec = await anyio.to_thread.run_sync(fork, self.command, self.fork_env())
             if spec is None:
                 return ToolOutcome(False, json.dumps({"error": "melchior_unavailable"}), summary)
-            child = Child(str(spec["id"]), args.profile, args.background)
+            child = Child(str(spec["id"]), args.profile, args.background, started=called)
             self.children.all[child.agent_id] = child
             activity = new_id()
             await _emit(ctx, Activity(activity, "subagent", "started", "agent", _label(child)))
@@ -262,7 +263,15 @@ class AgentTool:
                 }
                 await _emit(ctx, Activity(activity, "subagent", "completed", "agent", summary))
                 return ToolOutcome(True, json.dumps(output), f"{summary} {child.agent_id}")
-            outcome = await self._foreground(child, env, args.prompt, ctx)
+            try:
+                outcome = await self._foreground(child, env, args.prompt, ctx)
+            except anyio.get_cancelled_exc_class():
+                child.state = "cancelled"
+                with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                    await _emit(
+                        ctx, Activity(activity, "subagent", "failed", "agent", _label(child))
+                    )
+                raise
             state: Literal["completed", "failed"] = (
                 "completed" if outcome == "completed" else "failed"
             )
@@ -272,6 +281,7 @@ class AgentTool:
                 "agent": child.agent_id,
                 "session": child.session_id,
                 "outcome": outcome,
+                "first_event_ms": _ms(child.first_event_s),
                 "text": child.text,
                 "report": await anyio.to_thread.run_sync(self.report, child.agent_id),
             }
@@ -324,6 +334,10 @@ def _outcome(child: Child, client: LocalAgentClient, prompt: str, approve: Appro
         return drive(child, client, prompt, approve)
     except (ChildGone, ErrorResponse, TimeoutError, OSError, KeyError):
         return "failed"
+
+
+def _ms(seconds: float | None) -> int | None:
+    return None if seconds is None else round(seconds * 1000)
 
 
 def _label(child: Child) -> str:
