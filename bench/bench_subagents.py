@@ -122,8 +122,8 @@ def main() -> None:
             one = concurrent(client, home, sid, 1)
             four = concurrent(client, home, sid, SUBAGENTS_CONCURRENT)
             print(
-                f"{SUBAGENTS_CONCURRENT} concurrent background children: {four * 1000:.0f} ms to all "
-                f"finished; 1 child: {one * 1000:.0f} ms; ratio {four / one:.2f}"
+                f"{SUBAGENTS_CONCURRENT} concurrent background children: {four * 1000:.0f} ms "
+                f"to all finished; 1 child: {one * 1000:.0f} ms; ratio {four / one:.2f}"
             )
 
             hang = script({"hang": True})
@@ -139,7 +139,8 @@ def main() -> None:
             print(
                 f"session process tree RSS (parent + its melchior serve + children): idle "
                 f"{idle / 1024:.1f} MiB; with {SUBAGENTS_CONCURRENT} children running "
-                f"{busy / 1024:.1f} MiB ({(busy - idle) / SUBAGENTS_CONCURRENT / 1024:.1f} MiB a child)"
+                f"{busy / 1024:.1f} MiB "
+                f"({(busy - idle) / SUBAGENTS_CONCURRENT / 1024:.1f} MiB a child)"
             )
     finally:
         shutil.rmtree(short, ignore_errors=True)

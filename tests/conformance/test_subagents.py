@@ -133,7 +133,7 @@ def test_cancelling_the_parent_ends_the_child_and_its_socket(
     parent.request("turn.cancel", {"session_id": session_id, "run_id": run_id})
     events = until(parent, "run.finished")
     assert events[-1].data["outcome"] == "cancelled"
-    assert [state for state, _ in subagent_activity(events)] == ["failed"]
+    assert [state for state, _ in subagent_activity(events)] == ["started", "failed"]
     assert wait_for(lambda: not alive(child) and sockets(xdg) == {own}, CHILD_EXIT_S)
     assert time.monotonic() - cancelled_at < CHILD_EXIT_S + 0.5  # the 2 s bound, with margin
 
