@@ -304,3 +304,64 @@ def test_a_session_works_and_says_so_once_when_melchior_cannot_start(
     assert created["notices"] == ["melchior_unavailable"]
     start(parent, created["session_id"], "hello")
     assert until(parent, "run.finished")[-1].data["outcome"] == "completed"
+
+
+def test_a_reopened_child_keeps_its_ceiling(spawn: Spawn, home: Path, xdg: dict[str, str]) -> None:
+    (home / "agents").mkdir(parents=True)
+    (home / "agents" / "strict.md").write_text(
+        "---\nmode: primary\npermissions:\n  - deny shell\n---\nA careful agent.\n"
+    )
+    (home / "settings.toml").write_text('agent = "strict"\n')
+    parent = spawn(**xdg)
+    session_id = attach(parent)
+    start(parent, session_id, script({"tools": [agent_call(script({"text": "hi"}))]}))
+    until(parent, "run.finished")
+    parent.finish()
+    (answered,) = tool_results(home, session_id, "agent")
+    child = json.loads(answered["result"])["session"]
+    (home / "settings.toml").write_text("")  # the user's own policy would now ask for shell
+
+    reopened = spawn(**xdg)  # a plain serve: no delegation in its environment
+    from .conftest import initialize
+
+    initialize(reopened, "turn.start")
+    reopened.request("session.open", {"session_id": child})
+    shell = {"name": "shell", "arguments": {"command": "echo hi"}}
+    start(reopened, child, script({"tools": [shell]}, {"text": "after"}))
+    events = until(reopened, "run.finished")
+    assert not [e for e in events if e.name == "approval.requested"]
+    denied = [r for r in records(home, child) if r["type"] == "tool" and r["name"] == "shell"]
+    assert denied[-1]["summary"].startswith("denied")
+
+
+def test_depth_two_is_the_deepest_child(spawn: Spawn, home: Path, xdg: dict[str, str]) -> None:
+    deepest = script({"tools": [agent_call(script({"text": "too deep"}))]}, {"text": "gc"})
+    middle = script({"tools": [agent_call(deepest)]}, {"text": "c"})
+    parent = spawn(**xdg)
+    session_id = attach(parent)
+    start(parent, session_id, script({"tools": [agent_call(middle)]}, {"text": "p"}))
+    assert until(parent, "run.finished")[-1].data["outcome"] == "completed"
+    (first,) = tool_results(home, session_id, "agent")
+    child = json.loads(first["result"])["session"]
+    (second,) = tool_results(home, child, "agent")  # depth 1 may start one (depth 2)
+    grandchild = json.loads(second["result"])["session"]
+    (link,) = [r["delegation"] for r in records(home, grandchild) if "delegation" in r]
+    assert link["depth"] == 2 and link["parent_session"] == child
+    (refused,) = tool_results(home, grandchild, "agent")  # depth 2 is offered no agent tool
+    assert refused["summary"] == "rejected: invalid_arguments"
+
+
+def test_at_most_four_children_run_at_once(spawn: Spawn, home: Path, xdg: dict[str, str]) -> None:
+    from magi_code.limits import SUBAGENTS_CONCURRENT
+
+    parent = spawn(**xdg)
+    session_id = attach(parent)
+    hang = agent_call(script({"hang": True}), background=True)
+    start(parent, session_id, script({"tools": [hang] * (SUBAGENTS_CONCURRENT + 1)}))
+    until(parent, "run.finished")
+    results = [json.loads(r["result"]) for r in tool_results(home, session_id, "agent")]
+    assert [r.get("state") for r in results[:SUBAGENTS_CONCURRENT]] == ["running"] * 4
+    assert results[SUBAGENTS_CONCURRENT] == {"error": "too_many_subagents"}
+    assert len(sockets(xdg)) == SUBAGENTS_CONCURRENT + 1  # the parent's and its four children's
+    parent.finish()
+    assert wait_for(lambda: not sockets(xdg), CHILD_EXIT_S) == True  # noqa: E712

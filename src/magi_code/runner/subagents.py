@@ -152,9 +152,9 @@ def drive(child: Child, client: LocalAgentClient, prompt: str, approve: Approve)
     client.request("initialize", {"required_capabilities": []})
     session = client.request("session.create")
     child.session_id = str(session["session_id"])  # its melchior is up: it can be followed
+    child.state = "running"
     child.up.set()
     client.request("turn.start", {"session_id": child.session_id, "prompt": prompt})
-    child.state = "running"
     texts: dict[str, list[str]] = {}
     last = ""
     while True:
