@@ -258,10 +258,12 @@ class SessionAgents:
 
 def melchior_env(env: Mapping[str, str]) -> dict[str, str]:
     """The environment `melchior serve` starts with: an identity only when it is whole (a
-    forked child); otherwise none, so that it mints a root for this session."""
+    forked child); otherwise none, so that it mints a root for this session (in the project
+    MAGI_MELCHIOR_PROJECT names, if any, else melchior's label for the working directory)."""
     if env.get("MAGI_MELCHIOR_ID") and env.get("MAGI_MELCHIOR_TOKEN"):
         return dict(env)
-    return {k: v for k, v in env.items() if k not in peers.IDENTITY_KEYS}
+    partial = set(peers.IDENTITY_KEYS) - {"MAGI_MELCHIOR_PROJECT"}
+    return {k: v for k, v in env.items() if k not in partial}
 
 
 async def run_turn_with_peers(
