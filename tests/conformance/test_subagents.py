@@ -79,7 +79,8 @@ def test_a_child_runs_as_its_own_process_with_its_own_socket(
     session_id = attach(parent)
     (own,) = sockets(xdg)  # the parent session's own melchior
     waiting = script({"hang": True})  # a background child that runs until it is ended
-    answering = script({"text": "child says hi"})
+    report = {"name": "melchior_report", "arguments": {"message": "child report"}}
+    answering = script({"tools": [report]}, {"text": "child says hi"})
     prompt = script(
         {"tools": [agent_call(waiting, background=True)]},
         {"tools": [{"name": "melchior_list", "arguments": {}}]},
@@ -100,6 +101,7 @@ def test_a_child_runs_as_its_own_process_with_its_own_socket(
     assert seen[background["agent"]]["parent"] == own
     # The foreground child answered, and its session is an ordinary one linked to the parent.
     assert answered["outcome"] == "completed" and answered["text"] == "child says hi"
+    assert answered["report"] == "child report"  # read as its parent, through melchior
     child_records = records(home, answered["session"])
     (link,) = [r["delegation"] for r in child_records if "delegation" in r]
     assert link["parent_session"] == session_id and link["parent_agent"] == own
@@ -365,3 +367,22 @@ def test_at_most_four_children_run_at_once(spawn: Spawn, home: Path, xdg: dict[s
     assert len(sockets(xdg)) == SUBAGENTS_CONCURRENT + 1  # the parent's and its four children's
     parent.finish()
     assert wait_for(lambda: not sockets(xdg), CHILD_EXIT_S) == True  # noqa: E712
+
+
+def test_a_child_runs_its_profiles_tool_allow_list(
+    spawn: Spawn, home: Path, workspace: Path, xdg: dict[str, str]
+) -> None:
+    write = {"name": "write_file", "arguments": {"path": "z.txt", "content": "hi"}}
+    child_prompt = script({"tools": [write]}, {"text": "explored"})
+    parent = spawn(**xdg)
+    session_id = attach(parent)
+    explore = agent_call(child_prompt, profile="explore")
+    start(parent, session_id, script({"tools": [explore]}, {"text": "done"}))
+    events = until(parent, "run.finished")
+    assert not [e for e in events if e.name == "approval.requested"]
+    (answered,) = tool_results(home, session_id, "agent")
+    result = json.loads(answered["result"])
+    assert result["text"] == "explored"
+    (refused,) = tool_results(home, result["session"], "write_file")  # explore cannot write
+    assert refused["summary"] == "rejected: invalid_arguments"
+    assert not (workspace / "z.txt").exists()
