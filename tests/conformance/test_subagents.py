@@ -386,3 +386,26 @@ def test_a_child_runs_its_profiles_tool_allow_list(
     (refused,) = tool_results(home, result["session"], "write_file")  # explore cannot write
     assert refused["summary"] == "rejected: invalid_arguments"
     assert not (workspace / "z.txt").exists()
+
+
+def test_peers_see_the_session_busy_while_a_turn_runs(
+    spawn: Spawn, workspace: Path, xdg: dict[str, str]
+) -> None:
+    parent = spawn(**xdg)
+    session_id = attach(parent)
+    (own,) = sockets(xdg)
+    peer = Peer({**os.environ, **xdg}, workspace)
+    try:
+
+        def busy() -> bool:
+            return bool(peer.tool("--verb=status", f"--who={own}")["result"][0]["busy"])
+
+        assert not busy()
+        run_id = start(parent, session_id, script({"hang": True}))
+        until(parent, "input.persisted")
+        assert wait_for(busy, 5)
+        parent.request("turn.cancel", {"session_id": session_id, "run_id": run_id})
+        until(parent, "run.finished")
+        assert wait_for(lambda: not busy(), 5)
+    finally:
+        peer.close()

@@ -11,7 +11,8 @@ Rules:
 - At a turn boundary (`run_turn_with_peers`) queued peer messages are appended as `peer` records
   before the prompt, so the model reads them labelled; an ask is moved to `working` then, and to
   `completed` (the turn's final text) or `failed` (its error code) when the turn ends. melchior
-  is told `doing` busy for the turn and idle after it.
+  is told `doing` busy for the turn (`working_for`: the asks it answers, `waiting`: messages
+  still queued) and idle after it.
 """
 
 from __future__ import annotations
@@ -289,11 +290,11 @@ async def run_turn_with_peers(
         if message.task is not None:
             melchior.move(message.task, "working")
             asks.append(message.task)
-    melchior.doing(True)
+    melchior.doing(True, working_for=len(asks), waiting=len(melchior.inbox))
     try:
         finished = await run_turn(setup, journal, emit, control, prompt)
     finally:
-        melchior.doing(False)
+        melchior.doing(False, waiting=len(melchior.inbox))
     answer = _final_text(journal) if finished.outcome == "completed" else None
     for task in asks:
         if answer is not None:
