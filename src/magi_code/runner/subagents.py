@@ -86,13 +86,39 @@ class Child:
 
 
 class Children:
-    """The children of one session: the concurrency bound, and ending them all."""
+    """The children of one session: the concurrency bound, a name minted ahead, and ending
+    them all."""
 
     def __init__(self, max_concurrent: int) -> None:
         self.max_concurrent = max_concurrent
         self.all: dict[str, Child] = {}
         self._lock = threading.Lock()
         self._slots = 0
+        # One `melchior fork` done ahead, so that the next child starts without waiting for an
+        # exec; melchior removes a minted key whose child never came up when this session ends.
+        self._spare: dict[str, Any] | None = None
+        self._minting = False
+
+    def name(self, command: list[str], env: dict[str, str]) -> dict[str, Any] | None:
+        """A fork spec for the next child: the spare, else a fresh fork. Blocking."""
+        with self._lock:
+            spec, self._spare = self._spare, None
+        return spec or fork(command, env)
+
+    def mint_ahead(self, command: list[str], env: dict[str, str]) -> None:
+        """Mint the spare on a thread, once a child has ended (not while one starts: on a
+        busy machine the two execs would slow each other)."""
+        with self._lock:
+            if self._minting or self._spare is not None:
+                return
+            self._minting = True
+
+        def mint() -> None:
+            spec = fork(command, env)
+            with self._lock:
+                self._spare, self._minting = spec, False
+
+        threading.Thread(target=mint, name="melchior-fork", daemon=True).start()
 
     def reserve(self) -> bool:
         with self._lock:
@@ -242,7 +268,7 @@ class AgentTool:
             return ToolOutcome(False, json.dumps({"error": "too_many_subagents"}), summary)
         reserved = True
         try:
-            spec = await anyio.to_thread.run_sync(fork, self.command, self.fork_env())
+            spec = await anyio.to_thread.run_sync(self.children.name, self.command, self.fork_env())
             if spec is None:
                 return ToolOutcome(False, json.dumps({"error": "melchior_unavailable"}), summary)
             child = Child(str(spec["id"]), args.profile, args.background, started=called)
@@ -289,6 +315,7 @@ class AgentTool:
         finally:
             if reserved:
                 self.children.release()
+                self.children.mint_ahead(self.command, self.fork_env())
 
     async def _foreground(
         self, child: Child, env: dict[str, str], prompt: str, ctx: ToolContext
