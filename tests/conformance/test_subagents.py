@@ -113,9 +113,14 @@ def test_a_child_runs_as_its_own_process_with_its_own_socket(
     # The finished child and its socket are gone; the background one still runs.
     assert wait_for(lambda: answered["agent"] not in sockets(xdg), CHILD_EXIT_S)
     assert background["agent"] in sockets(xdg)
-    # Closing the parent ends the background child and every socket with it.
+    keys = Path(xdg["XDG_RUNTIME_DIR"]) / "melchior"
+    # A name is minted ahead for the next child once one has ended (a key with no socket yet).
+    assert wait_for(lambda: {k.stem for k in keys.glob("*/*.key")} - sockets(xdg), 5)
+    # Closing the parent ends the background child and every socket with it, and leaves no
+    # minted name behind (the one minted ahead for a next child included).
     parent.finish()
     assert wait_for(lambda: not sockets(xdg), CHILD_EXIT_S) == True  # noqa: E712
+    assert not list(keys.glob("*/*.key"))
 
 
 def test_cancelling_the_parent_ends_the_child_and_its_socket(
