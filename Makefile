@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-streaming verify lint typecheck bench bench-peer build clean
+.PHONY: run test test-streaming verify lint typecheck bench bench-peer build fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,13 @@ bench-peer: $(STAMP)
 build: $(STAMP)
 	rm -rf dist
 	$(BIN)/python -m build --outdir dist .
+
+# Decoder fuzz targets (fuzz/targets.py) under atheris, FUZZ_SECONDS each; inputs that found
+# something land in fuzz/findings/. `make test` runs a few seconds of each without atheris.
+FUZZ_SECONDS ?= 60
+fuzz: $(STAMP)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[fuzz]'
+	FUZZ_SECONDS=$(FUZZ_SECONDS) $(BIN)/python -m fuzz
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

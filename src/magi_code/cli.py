@@ -278,7 +278,7 @@ def list_sessions(directory: Path, *, as_json: bool) -> int:
                 "%Y-%m-%dT%H:%M:%SZ"
             ),
             "size": stored.size,
-            "state": "durable" if stored.durable else "empty",
+            "state": "invalid" if stored.invalid else "durable" if stored.durable else "empty",
             "attached": stored.attached,
             "first_prompt": stored.first_prompt,
         }

@@ -57,24 +57,22 @@ def test_ceilings_accumulate_down_the_tree_and_trust_is_anded() -> None:
     assert under(Policy(default_shell="allow"), grandchild).decide("shell", SHELL, WS) == "deny"
 
 
-def test_a_stored_delegation_is_kept_and_a_given_one_only_adds(tmp_path: Path) -> None:
+def test_a_stored_delegation_is_kept_and_a_given_one_only_adds() -> None:
     kept = child_of({"default_shell": "deny"}, [])
     given = child_of({"default_write": "deny"}, [], trusted=True)
-    path = tmp_path / "s.jsonl"
-    path.write_text(
-        json.dumps({"session_id": "s", "type": "session", "cwd": "/ws"})
-        + "\n"
-        + json.dumps({"session_id": "s", **kept.record()})
-        + "\n"
-    )
-    assert stored(path) == kept
-    both = combine(stored(path), given)
+    records = [
+        {"session_id": "s", "type": "session", "cwd": "/ws"},
+        {"session_id": "s", **kept.record()},
+        {"session_id": "s", "type": "user", "run_id": "r", "message_id": "m", "text": "hi"},
+    ]
+    assert stored(records) == kept
+    both = combine(stored(records), given)
     assert both is not None
     held = under(Policy(default_shell="allow", default_write="allow"), both)
     assert held.decide("shell", SHELL, WS) == "deny"
     assert held.decide("write_file", WRITE_IN, WS) == "deny"
     assert combine(kept, None) == kept and combine(None, given) == given
-    assert stored(tmp_path / "absent.jsonl") is None
+    assert stored(records[:1]) is None
 
 
 @pytest.mark.parametrize(

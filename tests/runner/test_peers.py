@@ -101,7 +101,7 @@ def test_running_lists_children_and_peers_for_mission_control(short: Path) -> No
     admitted = admit(str(short / "ws"), env)
     store = SessionStore(Path(admitted.paths.home))
     attachment = store.create(admitted.cwd, None)
-    agents = SessionAgents.open(admitted, attachment, store.path_of(attachment.session_id))
+    agents = SessionAgents.open(admitted, attachment)
     try:
         assert agents.notices == [] and agents.melchior is not None
         agents.children.all["iota-mu"] = Child("iota-mu", "explore", False, state="running")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import anyio
 
+from magi_code.runner.entry import start_turn
 from magi_code.runner.events import (
     Activity,
     Diagnostic,
@@ -27,10 +28,8 @@ from magi_code.runner.events import (
     RunEvent,
     RunFinished,
 )
-from magi_code.runner.journal import SessionJournal
-from magi_code.runner.setup import turn_setup
 from magi_code.runner.startup import Admitted, StartupError, admit
-from magi_code.runner.turn import TurnControl, run_turn
+from magi_code.runner.turn import TurnControl
 from magi_code.sessions import Attachment, Selection, SessionStore
 from magi_code.sessions.retention import auto_prune
 from magi_code.tools.approvals import ApprovalBroker
@@ -79,18 +78,20 @@ class Console:
         emitter = ConsoleEmitter()
         control = TurnControl()
         broker = ApprovalBroker(emitter.announce)
-        setup = turn_setup(
-            self.admitted,
-            (self.admitted.provider, self.admitted.model, self.admitted.thinking),
-            self.attachment.session_id,
-            os.urandom(16).hex(),
-            broker,
-        )
-        journal = SessionJournal(self.attachment, self.store.path_of(self.attachment.session_id))
+        selection = (self.admitted.provider, self.admitted.model, self.admitted.thinking)
         async with anyio.create_task_group() as group:
             group.start_soon(self.answer_approvals, broker, emitter)
             try:
-                finished = await run_turn(setup, journal, emitter, control, prompt)
+                finished = await start_turn(
+                    self.admitted,
+                    self.attachment,
+                    selection,
+                    prompt,
+                    run_id=os.urandom(16).hex(),
+                    emitter=emitter,
+                    control=control,
+                    approvals=broker,
+                )
             finally:
                 group.cancel_scope.cancel()
         await emitter.critical(finished)

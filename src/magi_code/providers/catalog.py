@@ -20,7 +20,6 @@ from magi_code.providers.base import ProviderError
 from magi_code.providers.http import HttpPolicy, control_request, status_error
 from magi_code.providers.limits import CATALOG_BODY_BYTES
 from magi_code.providers.registry import (
-    SELF,
     ConfigurationInvalid,
     api_key,
     base_url,
@@ -144,7 +143,7 @@ async def build_catalog(
     refresh: bool = False,
     policy: HttpPolicy | None = None,
     now: float | None = None,
-    sent_to: Mapping[str, Mapping[str, object]] | None = None,  # registry: credential origins
+    sent_to: Mapping[str, Mapping[str, object]],  # registry: where credentials may go
 ) -> Catalog:
     policy = policy or HttpPolicy(attempts=1)
     now = time.time() if now is None else now
@@ -160,7 +159,7 @@ async def build_catalog(
         entry = cache.get(provider_id)
         if refresh or not _fresh(entry, now):
             try:
-                origin = SELF if sent_to is None else sent_to.get(provider_id)
+                origin = sent_to.get(provider_id)
                 store, scoped_env = scoped_credentials(provider_id, conf, credentials, env, origin)
                 models = await fetch_listing(provider_id, conf, store, scoped_env, policy)
             except (ProviderError, ConfigurationInvalid, CredentialsError):

@@ -125,7 +125,7 @@ def models(
     argv: list[str],
     mc_home: Path,
     settings: Mapping[str, object],
-    sent_to: Mapping[str, Mapping[str, object]] | None = None,  # where credentials may go
+    sent_to: Mapping[str, Mapping[str, object]],  # where credentials may go
 ) -> int:
     parser = _Parser(prog="magi-code models")
     parser.add_argument("--refresh", action="store_true", help="bypass the discovery cache")

@@ -90,7 +90,6 @@ def api_key(
     return credentials.api_key(provider_id)
 
 
-SELF: Mapping[str, object] = {}  # sent_to default: the table is its own origin (tests, tools)
 _CREDENTIAL_SOURCE = ("api_key_env", "token_url", "client_id")
 
 
@@ -100,8 +99,6 @@ def credential_allowed(
     """Whether `conf` sends its credential where `sent_to` (global settings or preset) says."""
     if sent_to is None:
         return False
-    if sent_to is SELF:
-        return True
     try:
         wire = wire_api(provider_id, sent_to)
         same_place = wire_api(provider_id, conf) == wire and base_url(conf, wire) == base_url(
@@ -143,7 +140,7 @@ def check_readiness(
     env: Mapping[str, str],
     now: float | None = None,
     *,
-    sent_to: Mapping[str, object] | None = SELF,
+    sent_to: Mapping[str, object] | None,
 ) -> str | None:
     """None when the provider can be used; else "configuration_invalid" or
     "provider_unavailable". Local only: files and environment, never the network."""
@@ -172,7 +169,7 @@ def build_provider(
     env: Mapping[str, str],
     policy: HttpPolicy | None = None,
     *,
-    sent_to: Mapping[str, object] | None = SELF,
+    sent_to: Mapping[str, object] | None,
 ) -> Provider:
     credentials, env = scoped_credentials(provider_id, conf, credentials, env, sent_to)
 

@@ -22,7 +22,6 @@ import json
 import subprocess
 import threading
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from magi_code import limits
@@ -103,7 +102,7 @@ class SessionAgents:
         self.vocabulary = vocabulary if melchior is not None else None
 
     @classmethod
-    def open(cls, admitted: Admitted, attachment: Attachment, path: Path) -> SessionAgents:
+    def open(cls, admitted: Admitted, attachment: Attachment) -> SessionAgents:
         """Blocking (a worker thread): the delegation kept, and melchior started."""
         env = melchior_env(admitted.env)
         talk = peers.talk_setting(admitted.settings)
@@ -112,7 +111,7 @@ class SessionAgents:
         from magi_code.runner import delegation
 
         given = delegation.from_env(admitted.env)
-        kept = delegation.stored(path)
+        kept = stored_delegation(attachment)
         if given is not None and kept is None:
             from magi_code.sessions import SessionError
 
@@ -255,6 +254,17 @@ class SessionAgents:
         self.children.stop_all()
         if self.melchior is not None:
             self.melchior.close()
+
+
+def stored_delegation(attachment: Attachment) -> Delegation | None:
+    """What the session's file stores; nothing for a session with no file yet."""
+    from magi_code.runner.delegation import stored
+    from magi_code.sessions import SessionError
+
+    try:
+        return stored(attachment.records())
+    except (OSError, SessionError):
+        return None
 
 
 def melchior_env(env: Mapping[str, str]) -> dict[str, str]:

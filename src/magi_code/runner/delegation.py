@@ -94,22 +94,12 @@ def invocation(env: Mapping[str, str]) -> str:
     return "subagent" if env.get(ENV) else "local_agent"
 
 
-def stored(path: Path) -> Delegation | None:
-    """The delegation a session file stores (its last `session` record naming one)."""
+def stored(records: Iterable[Mapping[str, Any]]) -> Delegation | None:
+    """The delegation a session stores (its last `session` record naming one)."""
     found: Delegation | None = None
-    try:
-        with path.open("rb") as handle:
-            for line in handle.read().split(b"\n"):
-                if b'"delegation"' not in line:
-                    continue
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(record, dict) and record.get("type") == "session":
-                    found = parse(record.get("delegation")) or found
-    except OSError:
-        return None
+    for record in records:
+        if record.get("type") == "session" and "delegation" in record:
+            found = parse(record["delegation"]) or found
     return found
 
 

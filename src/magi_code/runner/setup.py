@@ -1,9 +1,17 @@
-"""Everything one run needs from the admitted snapshot: provider, tools, policy, prompt."""
+"""Everything one run needs from the admitted snapshot: provider, tools, policy, prompt.
+
+What does not change between turns is built once per process, on the first turn, and kept on
+the snapshot (`Admitted.parts`): the permission policy and the profile's view of the built-in
+tools, the tools' environment, the credential store, and one provider per provider id (each
+keeping its pooled HTTP client). MCP tools are asked for each turn, as a server may change
+them.
+"""
 
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from magi_code.config.credentials import CredentialStore
 from magi_code.context.loader import Context, offers
 from magi_code.providers.base import Provider
 from magi_code.runner import compaction
@@ -51,18 +59,48 @@ def policy(admitted: Admitted) -> Policy:
     return Policy.from_settings(admitted.settings.get("permissions"), protected)
 
 
-def make_provider(admitted: Admitted, provider_id: str) -> Provider:
-    conf = admitted.settings["providers"][provider_id]
-    if conf.get("wire_api") == "fixture":
-        from magi_code.providers.fixture import FixtureProvider
+class TurnParts:
+    """The per-process parts of every turn, built from the admitted snapshot once."""
 
-        return FixtureProvider()
-    from magi_code.config.credentials import CredentialStore
-    from magi_code.providers.registry import build_provider
+    def __init__(self, admitted: Admitted) -> None:
+        self.admitted = admitted
+        self.tools, self.policy = context_tools(admitted.context, builtin_tools(), policy(admitted))
+        self.env = tool_env(admitted)
+        self.providers: dict[str, Provider] = {}
+        self._credentials: CredentialStore | None = None
 
-    credentials = CredentialStore(Path(admitted.paths.home))
-    sent_to = admitted.credential_providers.get(provider_id)
-    return build_provider(provider_id, conf, credentials, admitted.env, sent_to=sent_to)
+    def provider(self, provider_id: str) -> Provider:
+        built = self.providers.get(provider_id)
+        if built is None:
+            built = self.providers[provider_id] = self._build(provider_id)
+        return built
+
+    def _build(self, provider_id: str) -> Provider:
+        from magi_code.config.credentials import CredentialStore
+        from magi_code.providers.registry import build_provider
+
+        admitted = self.admitted
+        if self._credentials is None:
+            self._credentials = CredentialStore(admitted.paths.home)
+        conf = admitted.settings["providers"][provider_id]
+        sent_to = admitted.credential_providers.get(provider_id)
+        return build_provider(provider_id, conf, self._credentials, admitted.env, sent_to=sent_to)
+
+    def turn_tools(self) -> dict[str, Tool[Any]]:
+        """The built-in tools, and the MCP servers' tools as they are now, that the profile
+        offers."""
+        mcp = self.admitted.mcp
+        if mcp is None:
+            return self.tools
+        offered = {n: t for n, t in mcp.tools().items() if offers(self.admitted.context.profile, n)}
+        return {**self.tools, **offered}
+
+
+def parts(admitted: Admitted) -> TurnParts:
+    if admitted.parts is None:
+        admitted.parts = TurnParts(admitted)
+    built: TurnParts = admitted.parts
+    return built
 
 
 def turn_setup(
@@ -75,25 +113,23 @@ def turn_setup(
 ) -> TurnSetup:
     provider_id, model, thinking = selection
     provider_id = provider_id or admitted.provider
-    tools = builtin_tools()
-    if admitted.mcp is not None:
-        tools |= admitted.mcp.tools()
-    if agents is not None:  # melchior tools and `agent`, under the delegated ceiling
-        tools |= agents.tools()
-    tools, turn_policy = context_tools(admitted.context, tools, policy(admitted))
-    if agents is not None:
-        turn_policy = agents.policy(turn_policy)
+    built = parts(admitted)
+    tools, turn_policy = built.turn_tools(), built.policy
+    if agents is not None:  # melchior tools and `agent` the profile offers, under the ceiling
+        profile = admitted.context.profile
+        offered = {n: t for n, t in agents.tools().items() if offers(profile, n)}
+        tools, turn_policy = {**tools, **offered}, agents.policy(turn_policy)
     return TurnSetup(
         session_id=session_id,
         run_id=run_id,
         model=model or admitted.model,
         instructions=admitted.instructions,
         thinking=thinking,
-        provider=make_provider(admitted, provider_id),
+        provider=built.provider(provider_id),
         tools=tools,
         policy=turn_policy,
         workspace=Path(admitted.cwd),
-        env=tool_env(admitted),
+        env=built.env,
         approvals=approvals,
         context_window=context_window(admitted.settings["providers"][provider_id]),
     )

@@ -54,6 +54,7 @@ class Admitted:
         "instructions",
         "mcp",
         "model",
+        "parts",
         "paths",
         "provider",
         "settings",
@@ -85,6 +86,7 @@ class Admitted:
         self.context = context
         self.trusted, self.dropped = trusted, dropped
         self.credential_providers = credential_providers or {}
+        self.parts: Any = None  # runner/setup.py's TurnParts, built on the first turn
 
     @property
     def notices(self) -> list[str]:

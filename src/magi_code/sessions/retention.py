@@ -41,6 +41,7 @@ class StoredSession:
     size: int
     attached: bool  # some process holds its active lease
     first_prompt: str | None  # first line of the first user prompt, redacted and truncated
+    invalid: bool = False  # a record read before the first prompt is session_invalid
 
     @property
     def durable(self) -> bool:
@@ -152,35 +153,36 @@ def scan(directory: Path) -> list[StoredSession]:
             info.st_mtime_ns,
             info.st_size,
             _attached(directory, session_id),
-            _first_prompt(directory / f"{session_id}{SUFFIX}", session_id),
+            *_first_prompt(directory / f"{session_id}{SUFFIX}", session_id),
         )
         for session_id, info in _session_files(directory)
     ]
     return sorted(found, key=lambda s: (-s.mtime_ns, s.session_id))
 
 
-def _first_prompt(path: Path, session_id: str) -> str | None:
-    """The first user prompt's first line, shown safely; None when none is readable."""
+def _first_prompt(path: Path, session_id: str) -> tuple[str | None, bool]:
+    """The first user prompt's first line, shown safely (None when none is readable), and
+    whether a record before it is session_invalid."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
-        return None
+        return None, False
     with os.fdopen(fd, "rb") as stored:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
+            return None, False
         budget = SCAN_BYTES
         while budget > 0:
             raw = stored.readline(budget)  # binary readline splits on b"\n" only
             budget -= len(raw)
             if not raw.endswith(b"\n"):
-                return None  # end of file, a torn tail, or past the budget
+                return None, False  # end of file, a torn tail, or past the budget
             try:
                 record = decode_record(raw[:-1], session_id)
             except SessionError:
-                return None
+                return None, True
             if record["type"] == "user":
-                return display_line(record["text"])
-    return None
+                return display_line(record["text"]), False
+    return None, False
 
 
 def display_line(text: str) -> str:
