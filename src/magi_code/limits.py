@@ -92,3 +92,14 @@ CODE_BRIDGE_LINE_BYTES = 5 * 1024 * 1024  # one bridged call's request line (arg
 CODE_BRIDGED_CALLS = 1000  # bridged calls one program may make
 CODE_KILL_GRACE_S = 0.2  # SIGTERM to SIGKILL when a program is stopped
 CODE_DRAIN_S = 0.5  # once a program exits, how long something it left may hold its pipes
+
+# Subagents and peers (melchior): per session; settings may lower the first two, never raise
+SUBAGENTS_CONCURRENT = 4  # children of one session running at once
+SUBAGENT_DEPTH = 2  # a top session is depth 0; its children 1, theirs 2, and no deeper
+SUBAGENT_TEXT_BYTES = 16 * 1024  # a child's final text as the parent's tool returns it
+SUBAGENT_REPORT_BYTES = 16 * 1024  # a child's stored report as the parent's tool returns it
+CHILD_EXIT_MS = 2000  # a cancelled or finished child (and its socket) is gone within this
+MELCHIOR_START_MS = 5000  # `melchior serve` says `listening` within this, or is given up
+MELCHIOR_TOOL_MS = 15_000  # one `melchior tool`/`fork` exec
+PEER_INBOX = 64  # peer messages queued for the next turn boundary; older ones are dropped
+PEER_TEXT_BYTES = 8 * 1024  # one peer message as the model is shown it

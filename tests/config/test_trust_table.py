@@ -78,6 +78,10 @@ ROWS: list[tuple[str, str, tuple[str, ...], str, str]] = [
      ("providers", "new", "api_key_env"), DROPPED, DROPPED),
     ('[providers.new]\ntoken = "t"', "providers.new.token",
      ("providers", "new", "token"), DROPPED, DROPPED),
+    ('[melchior]\ntalk = "instance"', "melchior.talk", ("melchior", "talk"), KEPT, KEPT),
+    ('[melchior]\ntalk = "run"', "melchior.talk", ("melchior", "talk"), DROPPED, DROPPED),
+    ('[melchior]\ntalk = "project"', "melchior.talk", ("melchior", "talk"), DROPPED, DROPPED),
+    ("[melchior]\nother = 1", "melchior.other", ("melchior", "other"), DROPPED, DROPPED),
 ]  # fmt: skip
 
 
@@ -222,3 +226,22 @@ def test_deeply_nested_settings_are_a_settings_error(tmp_path: Path, text: str) 
     path.write_text(text)
     with pytest.raises(settings.SettingsError):
         settings.read_toml(str(path))
+
+
+@pytest.mark.parametrize(
+    ("user", "project", "kept"),
+    [
+        ("project", "run", True),
+        ("project", "project", True),
+        ("run", "run", True),
+        ("run", "project", False),
+        ("instance", "run", False),
+        ("bogus", "run", False),  # an unknown user value counts as the default, instance
+    ],
+)
+def test_a_project_may_only_narrow_melchiors_talk(
+    tmp_path: Path, user: str, project: str, kept: bool
+) -> None:
+    loaded = load(tmp_path, f'[melchior]\ntalk = "{project}"', f'[melchior]\ntalk = "{user}"')
+    assert (loaded.settings["melchior"]["talk"] == project) is kept
+    assert bool(loaded.dropped) is not kept

@@ -17,6 +17,7 @@ What `<cwd>/.magi-code/settings.toml` may set (README, "Security model", shows t
 | instructions, hooks, code_mode, skills, agents, mcp.servers | no        | yes     |
 | providers.<new> (never with a credential key, see below)    | no        | yes     |
 | any key not named in this table                             | no        | yes     |
+| melchior.talk (instance < run < project)                    | narrow (4)| narrow  |
 | mcp.approved, permissions.trusted_projects,                 | no        | no      |
 | sessions.retention_days                                     |           |         |
 | mcp.servers.*.headers / bearer_token_env (credentials)      | no        | no      |
@@ -29,6 +30,8 @@ What `<cwd>/.magi-code/settings.toml` may set (README, "Security model", shows t
 (2) kept only when at least as strict as the global value (ask or deny over allow, ...).
 (3) `ask`/`deny` rules are kept as `permissions.project_rules`, which can only make a decision
     stricter (tools/policy.py); `allow` rules are dropped.
+(4) kept only when at most as wide as the global value (default `instance`): melchior's wall
+    is the user's setting, handed to `melchior serve`/`tool` as MAGI_MELCHIOR_TALK.
 Project locations read only in a trusted workspace: PROJECT_LOCATIONS.
 
 A key its file may not set is dropped and named in the result (`Dropped`), so a face can warn;
@@ -160,6 +163,8 @@ def admit_project(
             _permissions(value, base.get("permissions"), trusted, kept, dropped)
         elif key == "providers" and isinstance(value, Mapping):
             _providers(value, base.get("providers"), trusted, kept, dropped)
+        elif key == "melchior" and isinstance(value, Mapping):
+            _melchior(value, base.get("melchior"), kept, dropped)
         elif key in ("mcp", "sessions") and isinstance(value, Mapping):
             _table(key, value, MCP if key == "mcp" else SESSIONS, trusted, kept, dropped)
             if key == "mcp" and isinstance(kept.get("mcp", {}).get("servers"), Mapping):
@@ -250,6 +255,24 @@ def _permission_table(
     if "project_rules" in out and isinstance(base_table.get("project_rules"), list):
         out["project_rules"] = [*base_table["project_rules"], *out["project_rules"]]
     return out
+
+
+TALKS = ("instance", "run", "project")  # melchior's walls, narrowest first
+
+
+def _melchior(
+    table: Mapping[str, Any], base: object, kept: dict[str, Any], dropped: list[str]
+) -> None:
+    """A project may narrow melchior's `talk`, trusted or not, and set nothing else there."""
+    base_talk = base.get("talk") if isinstance(base, Mapping) else None
+    ceiling = TALKS.index(base_talk) if base_talk in TALKS else 0
+    out = {}
+    for key, value in table.items():
+        if key == "talk" and value in TALKS and TALKS.index(value) <= ceiling:
+            out[key] = value
+        else:
+            dropped.append(f"melchior.{key}")
+    kept["melchior"] = out
 
 
 def _narrows(value: object, base: object) -> bool:

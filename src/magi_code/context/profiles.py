@@ -264,14 +264,18 @@ class Profiles:
         except ValueError as exc:
             raise ProfileError(f"agent profile {path}: {exc}") from None
 
-    def primary(self, name: str) -> Profile:
+    def primary(self, name: str, *, subagent: bool = False) -> Profile:
+        """The profile a process runs as: a primary one, or (a subagent's process) one
+        offered to subagents."""
         if not valid_name(name):
             raise ProfileError("agent profile name must be lowercase letters, digits, - and _")
         profile = self.get(name)
         if profile.disabled or name in self.disabled:
             raise ProfileError(f"agent profile {name!r} is disabled")
-        if profile.mode == "subagent":
+        if profile.mode == "subagent" and not subagent:
             raise ProfileError(f"agent profile {name!r} is a subagent only")
+        if profile.mode == "primary" and subagent:
+            raise ProfileError(f"agent profile {name!r} is not a subagent profile")
         return profile
 
     def subagents(self) -> list[Profile]:

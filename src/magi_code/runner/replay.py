@@ -20,6 +20,7 @@ from typing import Any
 
 from magi_code.providers.base import AssistantText, Item, ToolCall, ToolResult, UserText
 from magi_code.runner.compaction import SizedItems, item_bytes, summary_item
+from magi_code.runner.peers import peer_text
 
 
 class Replayer:
@@ -35,6 +36,9 @@ class Replayer:
         if kind == "user":
             self._prompts[str(record.get("message_id", ""))] = len(self._items)
             self._append(UserText(str(record["text"])))
+        elif kind == "peer":  # labelled as a peer's, never as the user's
+            who, sort, body = (str(record[k]) for k in ("who", "sort", "text"))
+            self._append(UserText(peer_text(who, sort, body)))
         elif kind == "compaction":
             self._compact(str(record["text"]), str(record.get("keep_from", "")))
         elif kind == "assistant_chunk":

@@ -9,7 +9,7 @@ them.
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magi_code.config.credentials import CredentialStore
 from magi_code.context.loader import Context, offers
@@ -26,6 +26,9 @@ from magi_code.tools.narrowing import narrowed, with_skill_reads
 from magi_code.tools.paths import Protected
 from magi_code.tools.policy import Policy
 from magi_code.tools.skill import SkillTool
+
+if TYPE_CHECKING:
+    from magi_code.runner.agents import SessionAgents
 
 Selection = tuple[str | None, str | None, str | None]  # provider, model, thinking
 SECRET_NAME_PARTS = ("API_KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
@@ -115,10 +118,18 @@ def turn_setup(
     session_id: str,
     run_id: str,
     approvals: ApprovalBroker,
+    agents: "SessionAgents | None" = None,
 ) -> TurnSetup:
     provider_id, model, thinking = selection
     provider_id = provider_id or admitted.provider
     built = parts(admitted)
+    tools, turn_policy, code_policy = built.turn_tools(), built.policy, built.code_policy
+    if agents is not None:  # melchior tools and `agent` the profile offers, under the ceiling
+        profile = admitted.context.profile
+        offered = {n: t for n, t in agents.tools().items() if offers(profile, n)}
+        tools, turn_policy = {**tools, **offered}, agents.policy(turn_policy)
+        if code_policy is not None:  # the ceiling holds for bridged calls too
+            code_policy = agents.policy(code_policy)
     return TurnSetup(
         session_id=session_id,
         run_id=run_id,
@@ -126,8 +137,8 @@ def turn_setup(
         instructions=admitted.instructions,
         thinking=thinking,
         provider=built.provider(provider_id),
-        tools=built.turn_tools(),
-        policy=built.policy,
+        tools=tools,
+        policy=turn_policy,
         workspace=Path(admitted.cwd),
         env=built.env,
         approvals=approvals,
@@ -135,7 +146,7 @@ def turn_setup(
         hooks=HookRunner(built.hooks, session_id, Path(admitted.cwd), built.env)
         if built.hooks
         else None,
-        code_policy=built.code_policy,
+        code_policy=code_policy,
     )
 
 

@@ -125,9 +125,14 @@ def admit(
     except OSError as exc:
         raise StartupError("startup_failed") from exc
     canonical_cwd = os.path.realpath(cwd)
+    subagent, may_trust = delegated(env)
     try:
-        loaded = settings.load_layers(where.settings, paths.project_settings(canonical_cwd))
-        context = loader.load(where.home, canonical_cwd, loaded, agent=agent)
+        loaded = settings.load_layers(
+            where.settings, paths.project_settings(canonical_cwd), may_trust=may_trust
+        )
+        context = loader.load(
+            where.home, canonical_cwd, loaded, agent=subagent or agent, subagent=bool(subagent)
+        )
         conf = loader.with_profile_selection(loaded.settings, context.profile)
     except profiles.ProfileError as exc:
         raise StartupError("profile_invalid", str(exc)) from exc
@@ -155,6 +160,25 @@ def admit(
         dropped=tuple(loaded.dropped),
         credential_providers=credential_providers,
     )
+
+
+def delegated(env: Mapping[str, str]) -> tuple[str | None, bool]:
+    """(the subagent profile, whether trust is allowed) from a parent's delegation; (None,
+    True) for a process that is not a subagent. A malformed delegation fails closed."""
+    raw = env.get("MAGI_CODE_DELEGATION")
+    if not raw:
+        return None, True
+    from magi_code.runner.delegation import parse
+
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise StartupError("configuration_invalid") from None
+    given = parse(value)
+    profile = value.get("profile", "general")
+    if given is None or not isinstance(profile, str) or not profile:
+        raise StartupError("configuration_invalid")
+    return profile, given.trusted
 
 
 def check_mcp(conf: Mapping[str, Any]) -> None:

@@ -455,10 +455,17 @@ class Turn:
         return outcome
 
     def tool_context(self) -> ToolContext:
-        if self.setup.code_policy is None:
-            return ToolContext(self.setup.workspace, self.setup.env)
-        names = tuple(name for name in self.setup.tools if name != "code")
-        return ToolContext(self.setup.workspace, self.setup.env, Bridge(names, self.bridged))
+        bridge = None
+        if self.setup.code_policy is not None:
+            names = tuple(name for name in self.setup.tools if name != "code")
+            bridge = Bridge(names, self.bridged)
+        return ToolContext(
+            self.setup.workspace,
+            self.setup.env,
+            emit=self.emit.critical,
+            approve=self.setup.approvals.request,
+            bridge=bridge,
+        )
 
     async def run_tool(self, tool: Tool[Any], args: Any, ctx: ToolContext) -> ToolOutcome:
         try:

@@ -27,6 +27,9 @@ activity           ``activity_id``, ``run_id``, ``name``, ``state`` (started|com
                    hook blocked, which the model then never sees)
 compaction         ``text``: a compaction summary; ``keep_from`` (optional str): the stored
                    message_id of the prompt the summary was made in, which it keeps
+peer               ``run_id``, ``who`` (melchior's proven project/role/id), ``sort``, ``text``,
+                   ``task`` (optional): a peer's message, shown to the model labelled at the
+                   start of a turn; never user input, never projected
 internal           provider-only prompt; never projected
 assessment         private assessment; never projected
 reasoning          raw reasoning; never projected
@@ -59,7 +62,7 @@ PROJECTED_TYPES = frozenset(
     {"user", "assistant_chunk", "assistant", "reasoning_summary", "tool", "activity", "compaction"}
 )
 PRIVATE_TYPES = frozenset({"internal", "assessment", "reasoning"})
-RECORD_TYPES = PROJECTED_TYPES | PRIVATE_TYPES | {"session", "run_finished"}
+RECORD_TYPES = PROJECTED_TYPES | PRIVATE_TYPES | {"session", "run_finished", "peer"}
 
 TOOL_STATES = frozenset({"started", "completed", "failed"})
 OUTCOMES = frozenset({"completed", "cancelled", "failed"})
@@ -75,6 +78,7 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "activity": ("activity_id", "run_id", "name", "state"),
     "compaction": ("text",),
     "run_finished": ("run_id", "outcome"),
+    "peer": ("run_id", "who", "sort", "text"),
 }
 
 
