@@ -131,6 +131,14 @@ def test_initialize_with_a_real_provider_loads_only_its_small_modules(
     assert not real & OFF_THE_START, sorted(real & OFF_THE_START)
 
 
+def test_the_fixture_is_checked_by_the_registry_and_loads_no_wire_module(tmp_path: Path) -> None:
+    answer, loaded = serve_imports_to_initialize(tmp_path, "fixture")
+    assert answer["result"]["status"]["readiness"] == "ready", answer
+    assert "magi_code.providers.registry" in loaded  # one dispatch table, the fixture a row
+    wires = {f"magi_code.providers.{m}" for m in ("fixture", "openai_responses", "anthropic")}
+    assert not loaded & (OFF_THE_START | wires), sorted(loaded & (OFF_THE_START | wires))
+
+
 MELCHIOR_TOOL = {
     *("__future__", "_abc", "_codecs", "_collections", "_collections_abc", "_distutils_hack"),
     *("_frozen_importlib_external", "_functools", "_io", "_json", "_operator", "_signal"),

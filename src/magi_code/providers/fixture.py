@@ -18,8 +18,8 @@ Once the script is exhausted, a call answers "done.". A malformed script fails t
 """
 
 import json
-from collections.abc import AsyncIterator
-from typing import Any, cast
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from magi_code.providers.base import (
     Completed,
@@ -34,6 +34,10 @@ from magi_code.providers.base import (
     Usage,
     UserText,
 )
+
+if TYPE_CHECKING:
+    from magi_code.config.credentials import CredentialStore
+    from magi_code.providers.http import HttpPolicy
 
 DEFAULT_REPLY = "Hello from the fixture model."
 PREFIX = "fixture:"
@@ -126,3 +130,14 @@ class FixtureProvider:
             await anyio.sleep_forever()
         yield Usage(input_tokens=request_chars(request) // 4, output_tokens=len(text) // 4)
         yield Completed("tool_use" if step.get("tools") else "end_turn")
+
+
+def build(
+    provider_id: str,
+    conf: Mapping[str, object],
+    credentials: CredentialStore,
+    env: Mapping[str, str],
+    policy: HttpPolicy | None,
+) -> FixtureProvider:
+    """The registry's row for `fixture` (providers/registry.py): no URL, no credential."""
+    return FixtureProvider()

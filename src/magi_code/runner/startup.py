@@ -271,8 +271,6 @@ def check_provider(
     credential_providers: Mapping[str, Any],
 ) -> None:
     provider_conf = conf["providers"][conf["provider"]]
-    if provider_conf.get("wire_api") == "fixture":
-        return
     from magi_code.config.credentials import CredentialStore
     from magi_code.providers import registry
 
