@@ -17,6 +17,8 @@ Once the script is exhausted, a call answers "done.". A malformed script fails t
 `refused`, as a real provider refuses a request it cannot parse.
 """
 
+from __future__ import annotations
+
 import json
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
