@@ -22,9 +22,13 @@ from magi_code.config.credentials import CredentialsError, NoCredentials
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:  # readiness runs on the path to `initialize`: the HTTP layer is not loaded
+    from typing import Literal
+
     from magi_code.config.credentials import CredentialStore, OAuthTokens
     from magi_code.providers.base import Provider
     from magi_code.providers.http import HttpPolicy
+
+    ReadinessCode = Literal["configuration_invalid", "provider_unavailable"]
 
 
 class Wire:
@@ -156,7 +160,7 @@ def check_readiness(
     now: float | None = None,
     *,
     sent_to: Mapping[str, object] | None,
-) -> str | None:
+) -> ReadinessCode | None:
     """None when the provider can be used; else "configuration_invalid" or
     "provider_unavailable". Local only: files and environment, never the network."""
     credentials, env = scoped_credentials(provider_id, conf, credentials, env, sent_to)

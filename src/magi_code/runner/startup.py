@@ -22,23 +22,34 @@ from collections.abc import Mapping
 
 from magi_code.config import paths, settings, trust
 from magi_code.context import loader, profiles
+from magi_code.errors import MagiError
 from magi_code.limits import NAME_BYTES
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:
     import threading
-    from typing import Any
+    from typing import Any, Literal
 
     from magi_code.context.loader import Context
     from magi_code.mcp.manager import McpManager
 
+    StartupCode = Literal[
+        "configuration_invalid",
+        "provider_unavailable",
+        "profile_invalid",
+        "mcp_unavailable",
+        "startup_cancelled",
+        "startup_failed",
+    ]
 
-class StartupError(Exception):
+
+class StartupError(MagiError):
     """`code` goes on the wire; `detail`, a precise message for a terminal, never does."""
 
-    def __init__(self, code: str, detail: str | None = None) -> None:
+    def __init__(self, code: StartupCode, detail: str | None = None) -> None:
         super().__init__(code)
-        self.code, self.detail = code, detail
+        self.code: StartupCode = code
+        self.detail = detail
 
 
 class Admitted:
