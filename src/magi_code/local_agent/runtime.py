@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from anyio.from_thread import BlockingPortal
 
-    from magi_code.runner.agents import SessionAgents
+    from magi_code.runner.agents import Boot, SessionAgents
     from magi_code.runner.events import MessageDelta, RunEvent
     from magi_code.runner.startup import Admitted
     from magi_code.runner.turn import TurnControl
@@ -261,8 +261,13 @@ class LocalRuntime:
         exact(request.params, {})
 
         def work() -> Any:
-            attachment = self.store.create(self.admitted.cwd, self._selection())
-            agents = self._agents_for(attachment)
+            boot = self._boot()  # melchior boots while the session is made
+            try:
+                attachment = self.store.create(self.admitted.cwd, self._selection())
+            except BaseException:
+                boot.abandon()
+                raise
+            agents = self._agents_for(attachment, boot)
             self.portal()  # started by `warm` unless that failed: turn.start must not wait
             return attachment, agents
 
@@ -290,8 +295,14 @@ class LocalRuntime:
             raise RequestRejected("invalid_params")
 
         def work() -> Any:
-            attachment, notices = self.store.open(session_id, self.admitted.cwd, self._available)
-            agents = self._agents_for(attachment)
+            boot = self._boot()  # melchior boots while the session is read
+            try:
+                opened = self.store.open(session_id, self.admitted.cwd, self._available)
+            except BaseException:
+                boot.abandon()
+                raise
+            attachment, notices = opened
+            agents = self._agents_for(attachment, boot)
             self.portal()  # started by `warm` unless that failed: turn.start must not wait
             return attachment, notices, agents
 
@@ -326,11 +337,16 @@ class LocalRuntime:
         if previous_agents is not None:
             previous_agents.close()
 
-    def _agents_for(self, attachment: Attachment) -> SessionAgents:
+    def _boot(self) -> Boot:
+        from magi_code.runner.agents import Boot
+
+        return Boot(self.admitted)
+
+    def _agents_for(self, attachment: Attachment, boot: Boot) -> SessionAgents:
         """The session's melchior (invocation `local_agent`, or `subagent` when delegated)."""
         from magi_code.runner.agents import SessionAgents
 
-        return SessionAgents.open(self.admitted, attachment)
+        return SessionAgents.open(self.admitted, attachment, boot)
 
     def _selection(self) -> Any:
         from magi_code.sessions import Selection
