@@ -159,6 +159,7 @@ def test_the_fixture_is_checked_by_the_registry_and_loads_no_wire_module(tmp_pat
     answer, loaded = serve_imports_to_initialize(tmp_path, "fixture")
     assert answer["result"]["status"]["readiness"] == "ready", answer
     assert "magi_code.providers.registry" in loaded  # one dispatch table, the fixture a row
+    assert "magi_code.config.credentials" not in loaded  # its row needs no credential
     wires = {f"magi_code.providers.{m}" for m in ("fixture", "openai_responses", "anthropic")}
     assert not loaded & (OFF_THE_START | wires), sorted(loaded & (OFF_THE_START | wires))
 

@@ -14,11 +14,8 @@ HTTP client never follows redirects, so no credential reaches another origin tha
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Mapping
-
-from magi_code.config.credentials import CredentialsError, NoCredentials
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:  # readiness runs on the path to `initialize`: the HTTP layer is not loaded
@@ -137,6 +134,8 @@ def scoped_credentials(
 ) -> tuple[CredentialStore, Mapping[str, str]]:
     if credential_allowed(provider_id, conf, sent_to):
         return credentials, env
+    from magi_code.config.credentials import NoCredentials
+
     return NoCredentials(), {}
 
 
@@ -152,6 +151,12 @@ def tokens_ready(tokens: OAuthTokens | None, now: float) -> bool:
     return tokens.expires_at > now or bool(tokens.refresh_token)
 
 
+def credential_needed(provider_id: str, conf: Mapping[str, object]) -> bool:
+    """Whether readiness must look at credentials at all (its row's `credential`); raises
+    ConfigurationInvalid for an unknown wire. A row that needs none is ready as it is."""
+    return WIRES[wire_api(provider_id, conf)].credential is not None
+
+
 def check_readiness(
     provider_id: str,
     conf: Mapping[str, object],
@@ -163,6 +168,8 @@ def check_readiness(
 ) -> ReadinessCode | None:
     """None when the provider can be used; else "configuration_invalid" or
     "provider_unavailable". Local only: files and environment, never the network."""
+    from magi_code.config.credentials import CredentialsError
+
     credentials, env = scoped_credentials(provider_id, conf, credentials, env, sent_to)
     try:
         wire = wire_api(provider_id, conf)
@@ -193,8 +200,10 @@ def build_provider(
 ) -> Provider:
     """The provider `conf` describes, built by its wire's module (raises ConfigurationInvalid).
     `policy` None is each HTTP wire's default policy."""
+    from importlib import import_module  # not at the top: readiness runs before `initialize`
+
     credentials, env = scoped_credentials(provider_id, conf, credentials, env, sent_to)
-    module = importlib.import_module(WIRES[wire_api(provider_id, conf)].module)
+    module = import_module(WIRES[wire_api(provider_id, conf)].module)
     provider: Provider = module.build(provider_id, conf, credentials, env, policy)
     return provider
 

@@ -282,8 +282,15 @@ def check_provider(
     credential_providers: Mapping[str, Any],
 ) -> None:
     provider_conf = conf["providers"][conf["provider"]]
-    from magi_code.config.credentials import CredentialStore
     from magi_code.providers import registry
+
+    try:
+        needed = registry.credential_needed(conf["provider"], provider_conf)
+    except registry.ConfigurationInvalid as exc:
+        raise StartupError("configuration_invalid") from exc
+    if not needed:  # the store is not even loaded for a row that needs none (the fixture)
+        return
+    from magi_code.config.credentials import CredentialStore
 
     code = registry.check_readiness(
         conf["provider"],
