@@ -191,7 +191,10 @@ class LocalRuntime:
         # Set here, before the thread starts: a thread already waiting keeps its interval.
         interval = sys.getswitchinterval()
         sys.setswitchinterval(limits.WARM_SWITCH_INTERVAL_S)
-        threading.Thread(target=self._warm, args=(interval,), name="warm", daemon=True).start()
+        try:
+            threading.Thread(target=self._warm, args=(interval,), name="warm", daemon=True).start()
+        except RuntimeError:  # no thread to be had: the first requests do the work
+            sys.setswitchinterval(interval)
 
     def _warm(self, interval: float) -> None:
         from magi_code.debug import absorbed, note
