@@ -52,3 +52,10 @@ ERROR_BODY_BYTES = 64 * 1024
 ERROR_BODY_DEADLINE_S = 10.0
 STREAM_INACTIVITY_S = 180.0
 DISCOVERY_CACHE_S = 24 * 60 * 60
+
+# Mission Control (the terminal face)
+UI_FRAME_MS = 50  # streamed text reaches the screen at most this often (20 frames a second)
+UI_YIELD_MS = 8  # a provider stream gives the screen a turn at least this often
+APPROVAL_ARM_MS = 300  # keys arriving sooner after an approval opens never answer it
+QUIT_CONFIRM_MS = 2000  # a second Ctrl-C at an empty prompt within this quits
+INPUT_HISTORY_PROMPTS = 200  # prompts Up/Down can recall, newest sessions of this workspace
