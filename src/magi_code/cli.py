@@ -14,9 +14,14 @@ TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initializ
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from magi_code.mission_control.driver import Launch
+
 USAGE = """usage:
-  magi-code                      Mission Control (needs a terminal)
-  magi-code --prompt TEXT        run one prompt (needs a terminal)
+  magi-code [OPTIONS]            Mission Control (needs a terminal)
+  magi-code resume [ID] [OPTIONS]  continue a stored session (a picker without ID)
+  magi-code --prompt TEXT        run one prompt in Mission Control and exit with its outcome
+  options: --continue (the latest session of this workspace), --model NAME, --provider NAME,
+           --approval-mode ask|edits|full, --version, -h/--help
   magi-code serve --stdio        the local-agent protocol over inherited pipes
   magi-code login | logout | models [--refresh] [--json]
   magi-code mcp digest NAME      the digest to add to the global mcp.approved list
@@ -38,8 +43,24 @@ def is_pipe(fd: int) -> bool:
         return False
 
 
+def wants_help(args: list[str]) -> bool:
+    """-h/--help anywhere but as the text of --prompt; `serve` takes it only alone."""
+    if args[:1] == ["serve"]:
+        return args[1:] in (["-h"], ["--help"])
+    words = [w for i, w in enumerate(args) if i == 0 or args[i - 1] != "--prompt"]
+    return "-h" in words or "--help" in words
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if wants_help(args):
+        sys.stdout.write(USAGE)
+        return 0
+    if args == ["--version"]:
+        from importlib.metadata import version
+
+        print(f"magi-code {version('magi-code')}")
+        return 0
     if "--app" in args or args[:1] == ["daemon"]:
         return refuse("the --app and daemon forms are no longer supported")
     if args[:1] == ["serve"]:
@@ -50,13 +71,50 @@ def main(argv: list[str] | None = None) -> int:
         return sessions_command(args[1:])
     if len(args) == 3 and args[:2] == ["mcp", "digest"]:
         return mcp_digest(args[2])
-    if args == [] or (len(args) == 2 and args[0] == "--prompt"):
-        if not (sys.stdin.isatty() and sys.stdout.isatty()):
-            return refuse("Mission Control and --prompt need a terminal; use serve --stdio")
-        from magi_code.mission_control.console import run
+    launch = mission_control_options(args)
+    if launch is None:
+        return refuse("unknown arguments")
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return refuse("Mission Control and --prompt need a terminal; use serve --stdio")
+    from magi_code.mission_control.console import run
 
-        return run(args[1] if args else None)
-    return refuse("unknown arguments")
+    return run(launch)
+
+
+VALUED = {"--prompt": "prompt", "--model": "model", "--provider": "provider"}
+APPROVAL_MODES = ("ask", "edits", "full")
+
+
+def mission_control_options(args: list[str]) -> Launch | None:
+    """Mission Control's argv -> a Launch; None when malformed (each option at most once)."""
+    from magi_code.mission_control.driver import Launch
+
+    fields: dict[str, object] = {}
+    words = iter(args)
+    if args[:1] == ["resume"]:
+        next(words)
+        fields["resume"] = ""
+        if len(args) > 1 and not args[1].startswith("-"):
+            fields["resume"] = next(words)
+    for word in words:
+        name, equals, inline = word.partition("=")
+        if word == "--continue" and "continue_latest" not in fields:
+            fields["continue_latest"] = True
+        elif name in VALUED and VALUED[name] not in fields:
+            value = inline if equals else next(words, None)
+            if value is None or (name != "--prompt" and not value):
+                return None
+            fields[VALUED[name]] = value
+        elif name == "--approval-mode" and "approval_mode" not in fields:
+            value = inline if equals else next(words, None)
+            if value not in APPROVAL_MODES:
+                return None
+            fields["approval_mode"] = value
+        else:
+            return None
+    if "resume" in fields and "continue_latest" in fields:
+        return None
+    return Launch(**fields)  # type: ignore[arg-type]
 
 
 def serve(rest: list[str]) -> int:

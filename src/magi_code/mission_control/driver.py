@@ -1,0 +1,508 @@
+"""Startup, sessions and turns for Mission Control: everything the terminal face asks of the
+runner, and no screen.
+
+`startup` is the pre-UI part (admitted snapshot, retention sweep) and runs before anything is
+drawn; a folder-trust question belongs there too. `Driver` owns the session attachment and
+the person's selection, and runs one turn at a time through the runner's `run_turn`, like the
+local agent does, with the face as its emitter and approval answerer. It imports nothing of
+Textual, so it can be driven (and tested) without a screen.
+"""
+
+import os
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio
+
+from magi_code.limits import APPROVAL_EXPIRY_MS, INPUT_HISTORY_PROMPTS
+from magi_code.mission_control.observe import (
+    FacePolicy,
+    Grants,
+    ObservedProvider,
+    ObservedTool,
+    Observer,
+    PendingCall,
+    grant_key,
+)
+from magi_code.mission_control.preview import Preview, preview
+from magi_code.providers.base import Usage
+from magi_code.runner.events import RunFinished
+from magi_code.runner.journal import SessionJournal
+from magi_code.runner.setup import context_window, turn_setup
+from magi_code.runner.startup import Admitted, StartupError, admit
+from magi_code.runner.turn import Emitter, Turn, TurnControl, run_turn
+from magi_code.sessions import Attachment, Selection, SessionError, SessionStore
+from magi_code.sessions.reader import decode_record
+from magi_code.sessions.retention import auto_prune, scan
+from magi_code.tools.approvals import ApprovalBroker
+from magi_code.tools.paths import display
+
+HEADER_BYTES = 64 * 1024  # how far a session file is read for its header line
+DIFF_TIMEOUT_S = 10.0
+DIFF_BYTES = 256 * 1024
+
+HINTS = {
+    "configuration_invalid": "check the settings: MC_HOME/settings.toml and ./.magi-code.toml",
+    "provider_unavailable": "sign in with `magi-code login NAME`, or set the provider's "
+    "api_key_env variable",
+    "profile_invalid": "check the agent profile named by the `agent` setting",
+    "mcp_unavailable": "approve the server: add `magi-code mcp digest NAME` to mcp.approved "
+    "in MC_HOME/settings.toml, or disable it",
+    "startup_failed": "check that MC_HOME is writable",
+    "model_unknown": "pick one listed by `magi-code models`",
+    "provider_unknown": "name a provider of the settings' [providers] table",
+}
+
+
+class LaunchError(Exception):
+    """A startup failure a person can act on: a code and what to do about it."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+    def explain(self) -> str:
+        return f"magi-code: cannot start: {self.code}\n  {HINTS.get(self.code, '')}".rstrip()
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What the command line asked of Mission Control."""
+
+    prompt: str | None = None
+    resume: str | None = None  # a session id, or "" for the picker
+    continue_latest: bool = False
+    provider: str | None = None
+    model: str | None = None
+    approval_mode: str = "ask"
+
+
+def startup(cwd: str, env: Mapping[str, str]) -> tuple[Admitted, int]:
+    """The pre-UI steps: the admitted snapshot, then the retention sweep. Raises LaunchError.
+    Returns the snapshot and how many expired sessions the sweep removed."""
+    try:
+        admitted = admit(cwd, env)
+    except StartupError as failed:
+        raise LaunchError(failed.code) from None
+    pruned = auto_prune(admitted.paths.home, admitted.settings, time.time_ns())
+    return admitted, len(pruned)
+
+
+@dataclass
+class Tally:
+    """Token counts from provider usage: the current turn, the session, the last request."""
+
+    turn_input: int = 0
+    turn_output: int = 0
+    session_input: int = 0
+    session_output: int = 0
+    context: int = 0  # tokens of the last request and its reply
+
+    def add(self, usage: Usage) -> None:
+        self.turn_input += usage.input_tokens
+        self.turn_output += usage.output_tokens
+        self.session_input += usage.input_tokens
+        self.session_output += usage.output_tokens
+        self.context = usage.input_tokens + usage.output_tokens
+
+    def new_turn(self) -> None:
+        self.turn_input = self.turn_output = 0
+
+
+@dataclass(frozen=True)
+class StoredRow:
+    """One session as the resume picker shows it."""
+
+    session_id: str
+    first_prompt: str
+    mtime_ns: int
+    size: int
+    model: str
+    here: bool  # started in this workspace
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    kind: str
+    text: str
+    partial: bool
+
+
+@dataclass
+class Approval:
+    """One approval as the face shows it; `answer` and `allow_session` decide it."""
+
+    approval_id: str
+    summary: str
+    expires_in_ms: int
+    preview: Preview | None
+    answer: Callable[[bool], bool]
+    allow_session: Callable[[], bool]
+
+
+class Face(Emitter, Protocol):
+    async def approval(self, approval: Approval) -> None: ...  # shows it; returns at once
+    def usage(self, tally: Tally) -> None: ...
+    def reasoning(self, text: str) -> None: ...
+    def tool_output(self, output: str | None, preview: Preview | None) -> None: ...
+
+
+@dataclass
+class Driver:
+    admitted: Admitted
+    expiry_ms: int = APPROVAL_EXPIRY_MS
+    grants: Grants = field(default_factory=Grants)
+    tally: Tally = field(default_factory=Tally)
+    notices: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.store = SessionStore(Path(self.admitted.paths.home))
+        self.provider = self.admitted.provider
+        self.model = self.admitted.model
+        self.thinking = self.admitted.thinking
+        self.attachment: Attachment | None = None
+
+    # ---- selection -------------------------------------------------------------------------
+
+    def select(self, provider: str | None, model: str | None) -> None:
+        """Choose the provider and model (command line or /model); raises LaunchError."""
+        providers = self.admitted.settings.get("providers", {})
+        provider = provider or self.provider
+        if provider not in providers:
+            raise LaunchError("provider_unknown")
+        if model is None:
+            model = self.model if provider == self.provider else first_model(providers[provider])
+        if model is None or not self.available(provider, model):
+            raise LaunchError("model_unknown")
+        self.provider, self.model = provider, model
+        if self.attachment is not None:
+            self.record_selection(self.attachment)
+
+    def record_selection(self, attachment: Attachment) -> None:
+        """Keep the selection in the session as `session.open` restores it: in the header of
+        a session with no file yet, else in a later `session` record (the last one wins)."""
+        selection = Selection(self.provider, self.model, self.thinking)
+        if not attachment.durable:
+            attachment.selection = selection
+            return
+        try:
+            attachment.append({"type": "session", "selection": selection.to_record()}, fsync=True)
+            attachment.selection = selection
+        except (OSError, ValueError):
+            self.notices.append("The model choice could not be saved in the session.")
+
+    def available(self, provider: str, model: str) -> bool:
+        conf = self.admitted.settings.get("providers", {}).get(provider)
+        if not isinstance(conf, dict):
+            return False
+        return model in self.models().get(provider, []) or (
+            conf.get("discover") is True and not isinstance(conf.get("models"), list)
+        )
+
+    def models(self) -> dict[str, list[str]]:
+        """Configured models per provider, then those discovered and cached (no request)."""
+        from magi_code.providers.catalog import load_cache
+
+        cache = load_cache(Path(self.admitted.paths.home))
+        found: dict[str, list[str]] = {}
+        for provider, conf in self.admitted.settings.get("providers", {}).items():
+            if not isinstance(conf, dict):
+                continue
+            listed = conf.get("models")
+            names = [m for m in listed if isinstance(m, str)] if isinstance(listed, list) else []
+            cached = cache.get(provider, {}).get("models") if conf.get("discover") else None
+            if isinstance(cached, list):
+                names += [m for m in cached if isinstance(m, str) and m not in names]
+            found[provider] = names
+        return found
+
+    def context_window(self) -> int:
+        return context_window(self.admitted.settings["providers"][self.provider])
+
+    # ---- sessions --------------------------------------------------------------------------
+
+    def new_session(self) -> str:
+        self.close_session()
+        selection = Selection(self.provider, self.model, self.thinking)
+        self.attachment = self.store.create(self.admitted.cwd, selection)
+        self.tally = Tally()
+        return self.attachment.session_id
+
+    def open_session(self, session_id: str) -> list[str]:
+        """Attach a stored session and restore its selection; raises SessionError."""
+        if not self.store_has(session_id):
+            raise SessionError("session_missing")
+        attachment, notices = self.store.open(session_id, self.admitted.cwd, self.available)
+        previous, self.attachment = self.attachment, attachment
+        if previous is not None and previous is not attachment:
+            previous.close()
+        saved = attachment.selection
+        if saved is not None and "saved_selection_unavailable" not in notices:
+            self.provider, self.model = saved.provider, saved.model
+        if saved is not None:
+            self.thinking = saved.thinking
+        self.tally = Tally()
+        return notices
+
+    def store_has(self, session_id: str) -> bool:
+        try:
+            return self.store.path_of(session_id).exists()
+        except ValueError:
+            return False
+
+    def close_session(self) -> None:
+        if self.attachment is not None:
+            self.attachment.close()
+            self.attachment = None
+
+    def close(self) -> None:
+        self.close_session()
+        if self.admitted.mcp is not None:
+            self.admitted.mcp.close()
+
+    def sessions(self) -> list[StoredRow]:
+        """Stored sessions, this workspace's first, each group newest first."""
+        rows = []
+        for stored in scan(self.store.directory):
+            cwd, model = session_header(self.store.path_of(stored.session_id), stored.session_id)
+            rows.append(
+                StoredRow(
+                    stored.session_id,
+                    stored.first_prompt or "",
+                    stored.mtime_ns,
+                    stored.size,
+                    model,
+                    cwd == self.admitted.cwd,
+                )
+            )
+        return sorted(rows, key=lambda row: not row.here)  # stable: newest first within
+
+    def latest_here(self) -> str | None:
+        return next((row.session_id for row in self.sessions() if row.here and row.size), None)
+
+    def history(self) -> list[HistoryEntry]:
+        """The attached session's projected history, parts joined into entries."""
+        if self.attachment is None:
+            return []
+        snapshot = self.attachment.history
+        entries: list[HistoryEntry] = []
+        texts: dict[str, list[str]] = {}
+        cursor: str | None = None
+        while True:
+            page = snapshot.page(snapshot.revision, cursor)
+            for part in page.entries:
+                texts.setdefault(part["message_id"], []).append(part["text"])
+                if part["last_part"]:
+                    text = "".join(texts.pop(part["message_id"]))
+                    entries.append(HistoryEntry(part["kind"], text, part["partial"]))
+            cursor = page.next_cursor
+            if cursor is None:
+                return entries
+
+    def prompt_history(self) -> list[str]:
+        """Prompts of this workspace's sessions, oldest first, at most INPUT_HISTORY_PROMPTS."""
+        found: list[str] = []
+        for row in self.sessions():
+            if not row.here or len(found) >= INPUT_HISTORY_PROMPTS:
+                break
+            found[:0] = user_prompts(self.store.path_of(row.session_id), row.session_id)
+        return found[-INPUT_HISTORY_PROMPTS:]
+
+    # ---- turns -----------------------------------------------------------------------------
+
+    def observer(self, face: Face) -> Observer:
+        def on_usage(usage: Usage, purpose: str) -> None:
+            self.tally.add(usage)
+            face.usage(self.tally)
+
+        return Observer(on_usage=on_usage, on_reasoning=face.reasoning, previewer=call_preview)
+
+    async def turn(self, prompt: str, face: Face, control: TurnControl) -> RunFinished:
+        """One turn of the attached session; always returns its RunFinished."""
+        if self.attachment is None:
+            self.new_session()
+        assert self.attachment is not None
+        attachment = self.attachment
+        self.tally.new_turn()
+        observer = self.observer(face)
+        broker = self.broker(face, observer)
+        finished = RunFinished("failed", "not_started", None, "execution_failed")
+        try:
+            setup = turn_setup(
+                self.admitted,
+                (self.provider, self.model, self.thinking),
+                attachment.session_id,
+                os.urandom(16).hex(),
+                broker,
+            )
+            setup.provider = ObservedProvider(setup.provider, observer)
+            setup.tools = {name: ObservedTool(t, observer) for name, t in setup.tools.items()}
+            setup.policy = FacePolicy.over(setup.policy, self.grants)
+            journal = SessionJournal(attachment, self.store.path_of(attachment.session_id))
+            finished = RunFinished("failed", "degraded", None, "execution_failed")
+            journaled = FaceJournal(journal, observer, face)
+            finished = await run_turn(setup, journaled, face, control, prompt)
+        except Exception as crashed:  # noqa: BLE001 - a crashed run still ends, said on screen
+            self.notices.append(f"The run stopped on an internal error ({type(crashed).__name__}).")
+        finally:
+            broker.deny_all()
+        return finished
+
+    def broker(self, face: "Face", observer: Observer) -> ApprovalBroker:
+        """An approval broker whose announcements become the face's approvals."""
+
+        async def announce(approval_id: str, summary: str, expires_in_ms: int) -> None:
+            call, shown = observer.call, observer.preview
+
+            def allow_session() -> bool:
+                if call is not None:
+                    self.grants.exact.add(grant_key(call.tool, call.access))
+                return broker.answer(approval_id, True)
+
+            await face.approval(
+                Approval(
+                    approval_id,
+                    summary,
+                    expires_in_ms,
+                    shown,
+                    lambda allow: broker.answer(approval_id, allow),
+                    allow_session,
+                )
+            )
+
+        broker = ApprovalBroker(announce, expiry_ms=self.expiry_ms)
+        return broker
+
+    async def compact(self, face: Face) -> str:
+        """A manual compaction through the runner's own path: everything before the last
+        prompt becomes a summary the model writes. Returns what happened, for the screen."""
+        attachment = self.attachment
+        if attachment is None or not attachment.durable:
+            return "Nothing to compact yet."
+        journal = SessionJournal(attachment, self.store.path_of(attachment.session_id))
+        last_prompt = last_user_id(journal)
+        if last_prompt is None:
+            return "Nothing to compact yet."
+        broker = self.broker(face, Observer())
+        setup = turn_setup(
+            self.admitted,
+            (self.provider, self.model, self.thinking),
+            attachment.session_id,
+            os.urandom(16).hex(),
+            broker,
+        )
+        turn = Turn(setup, journal, face, TurnControl())
+        turn.prompt_id = last_prompt
+        items = journal.replay()
+        try:
+            compacted = await turn.compact(items)
+        finally:
+            turn.record("run_finished", outcome="completed", error_code=None)
+            broker.deny_all()
+        if compacted is items:
+            return "Nothing was compacted."
+        self.tally.context = 0
+        return f"Compacted {len(items) - len(compacted) + 1} earlier items into a summary."
+
+    async def diff(self) -> str:
+        """The workspace's `git diff`, bounded; a sentence when there is none."""
+        try:
+            with anyio.fail_after(DIFF_TIMEOUT_S):
+                done = await anyio.run_process(
+                    ["git", "--no-pager", "diff", "--no-color", "--no-ext-diff"],
+                    cwd=self.admitted.cwd,
+                    check=False,
+                    stdin=subprocess.DEVNULL,
+                )
+        except (OSError, TimeoutError):
+            return ""
+        if done.returncode != 0:
+            return ""
+        return done.stdout[:DIFF_BYTES].decode("utf-8", "replace")
+
+    def mcp_servers(self) -> list[str]:
+        servers = self.admitted.settings.get("mcp", {}).get("servers", {})
+        return sorted(n for n, s in servers.items() if isinstance(s, dict) and s.get("enabled"))
+
+
+class FaceJournal:
+    """The session journal, telling the face each tool's output once the runner records it."""
+
+    def __init__(self, inner: SessionJournal, observer: Observer, face: Face) -> None:
+        self.inner, self.observer, self.face = inner, observer, face
+
+    def append(self, record: dict[str, Any], *, fsync: bool) -> None:
+        self.inner.append(record, fsync=fsync)
+        if record.get("type") == "tool" and record.get("state") != "started":
+            self.face.tool_output(self.observer.output, self.observer.preview)
+
+    def acknowledge(self, stored_message_id: str) -> tuple[str, str]:
+        return self.inner.acknowledge(stored_message_id)
+
+    def revision(self) -> str | None:
+        return self.inner.revision()
+
+    def replay(self) -> list[Any]:
+        return self.inner.replay()
+
+
+def call_preview(call: PendingCall) -> Preview | None:
+    """What the call will do, read before it runs; nothing for a read."""
+    if call.access.kind == "read":
+        return None
+    current: str | None = None
+    shown = ""
+    if call.access.paths:
+        path = call.access.paths[0]
+        shown = display(call.ctx, path)
+        try:
+            current = path.read_text(encoding="utf-8") if path.is_file() else None
+        except (OSError, UnicodeDecodeError):
+            current = None
+    return preview(call.tool, call.args, current, shown, str(call.ctx.workspace))
+
+
+def first_model(conf: object) -> str | None:
+    models = conf.get("models") if isinstance(conf, dict) else None
+    return next((m for m in models if isinstance(m, str)), None) if models else None
+
+
+def session_header(path: Path, session_id: str) -> tuple[str, str]:
+    """(cwd, model) from a session file's first record; empty strings when unknown."""
+    try:
+        with path.open("rb") as handle:
+            raw = handle.readline(HEADER_BYTES)
+        record = decode_record(raw.rstrip(b"\n"), session_id)
+    except (OSError, SessionError):
+        return "", ""
+    selection = record.get("selection")
+    model = selection.get("model") if isinstance(selection, dict) else None
+    return str(record.get("cwd", "")), model if isinstance(model, str) else ""
+
+
+def user_prompts(path: Path, session_id: str) -> list[str]:
+    """The prompts of one session file, in order; a bad line ends the read."""
+    found: list[str] = []
+    try:
+        with path.open("rb") as handle:
+            for raw in handle:
+                if not raw.endswith(b"\n"):
+                    break
+                record = decode_record(raw[:-1], session_id)
+                if record["type"] == "user":
+                    found.append(record["text"])
+    except (OSError, SessionError):
+        pass
+    return found
+
+
+def last_user_id(journal: SessionJournal) -> str | None:
+    last = None
+    for record in journal.records():
+        if record.get("type") == "user":
+            last = str(record.get("message_id"))
+    return last
