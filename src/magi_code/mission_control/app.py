@@ -216,6 +216,8 @@ class MissionControl(App[int]):
             if event.state != "started":
                 await self.say(f"compaction {event.state}: {event.summary}")
             return
+        if event.state != "started":
+            self.close_approvals()
         card = self.cards.get(event.activity_id)
         if card is None:
             card = self.cards[event.activity_id] = ToolCard(event.name, event.summary)
@@ -251,6 +253,8 @@ class MissionControl(App[int]):
                 approval.allow_session()
             elif answer == "deny":
                 approval.answer(False)
+            if answer in ("once", "session", "deny"):
+                self.set_focus(self.query_one(PromptArea))
             if answer == "expired":
                 self.call_later(self.say, "The approval expired: denied.", "warning")
 
@@ -280,10 +284,15 @@ class MissionControl(App[int]):
         await self.flush()
         await self.end_turn(finished)
 
-    async def end_turn(self, finished: RunFinished) -> None:
-        for screen in self.approvals:  # the broker has denied whatever was still open
-            screen.dismiss("deny")
+    def close_approvals(self) -> None:
+        """The runner moved on: whatever approval is still on screen was decided (expired,
+        or denied by a cancel); close it without answering."""
+        for screen in self.approvals:
+            screen.close_decided()
         self.approvals.clear()
+
+    async def end_turn(self, finished: RunFinished) -> None:
+        self.close_approvals()
         for message_id, message in self.streaming.items():
             await message.settle(message.shown, True)
             del message_id

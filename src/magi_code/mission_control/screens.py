@@ -25,6 +25,7 @@ from textual.widgets.option_list import Option
 from magi_code.limits import APPROVAL_ARM_MS
 from magi_code.mission_control.driver import Approval
 
+EXPIRY_SLACK_S = 0.1  # the broker's clock and ours are read a moment apart
 ANSWERS = {"y": "once", "a": "session", "n": "deny", "escape": "deny"}
 
 
@@ -72,11 +73,18 @@ class ApprovalScreen(ModalScreen[str]):
 
     def tick(self) -> None:
         if self.clock() >= self.deadline:
-            self.dismiss("expired")
+            self.close_decided()
             return
         self.query_one("#approval-countdown", Label).update(
             Text(f"denied automatically in {self.seconds_left()} s", style="dim")
         )
+
+    def close_decided(self) -> None:
+        """Close without answering: the broker decided (expired, or the run was stopped)."""
+        if not self.is_dismissed:
+            self.is_dismissed = True
+            expired = self.clock() >= self.deadline - EXPIRY_SLACK_S
+            self.dismiss("expired" if expired else "closed")
 
     def on_key(self, event: events.Key) -> None:
         answer = ANSWERS.get(event.key)

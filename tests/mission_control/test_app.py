@@ -1,0 +1,348 @@
+"""Mission Control's behaviour through Textual's Pilot: the real app, driver, runner, session
+files and fixture provider, headless."""
+
+from pathlib import Path
+
+import pytest
+from textual import events
+
+from magi_code.limits import APPROVAL_ARM_MS, PROMPT_BYTES
+from magi_code.mission_control.app import MissionControl
+from magi_code.mission_control.driver import Driver
+from magi_code.mission_control.screens import ApprovalScreen, PickerScreen
+from magi_code.mission_control.widgets import (
+    AssistantMessage,
+    Notice,
+    PromptArea,
+    ToolCard,
+    UserMessage,
+)
+from mission_control.helpers import make_driver, records, script, until
+
+pytestmark = pytest.mark.anyio
+
+SIZE = (100, 30)
+WRITE = {"name": "write_file", "arguments": {"path": "a.txt", "content": "new text\n"}}
+
+
+def kinds(driver: Driver, kind: str) -> list[dict[str, object]]:
+    return [r for r in records(driver) if r["type"] == kind]
+
+
+def notices(app: MissionControl) -> str:
+    return "\n".join(str(n.render()) for n in app.query(Notice))
+
+
+def idle(app: MissionControl) -> bool:
+    return app.control is None and app.state == "idle"
+
+
+def ended(app: MissionControl, driver: Driver, turns: int = 1) -> bool:
+    """The app is idle and `turns` runs are finished in the session file."""
+    if not idle(app) or driver.attachment is None:
+        return False
+    return len(kinds(driver, "run_finished")) == turns
+
+
+async def type_and_send(pilot: object, app: MissionControl, text: str) -> None:
+    app.query_one(PromptArea).insert(text)
+    await pilot.press("enter")  # type: ignore[attr-defined]
+
+
+async def test_enter_sends_and_newline_keys_add_lines(driver: Driver) -> None:
+    app = MissionControl(driver)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("a", "shift+enter", "b", "alt+enter", "c", "ctrl+j", "d", "enter")
+        await until(pilot, lambda: ended(app, driver))
+        assert app.query(AssistantMessage)
+    assert [r["text"] for r in kinds(driver, "user")] == ["a\nb\nc\nd"]
+
+
+async def test_a_paste_is_one_message(driver: Driver) -> None:
+    app = MissionControl(driver)
+    async with app.run_test(size=SIZE) as pilot:
+        prompt = app.query_one(PromptArea)
+        app.post_message(events.Paste("first line\nsecond line\nthird line"))
+        await until(pilot, lambda: prompt.text.count("\n") == 2)
+        await pilot.press("enter")
+        await until(pilot, lambda: ended(app, driver))
+    assert [r["text"] for r in kinds(driver, "user")] == ["first line\nsecond line\nthird line"]
+
+
+async def test_a_paste_up_to_the_prompt_bound_is_kept_and_one_byte_more_refused(
+    driver: Driver,
+) -> None:
+    app = MissionControl(driver)
+    async with app.run_test(size=SIZE) as pilot:
+        prompt = app.query_one(PromptArea)
+        app.post_message(events.Paste("x" * (PROMPT_BYTES - 1)))
+        await until(pilot, lambda: len(prompt.text) == PROMPT_BYTES - 1)
+        app.post_message(events.Paste("é"))  # 2 bytes: one past the bound
+        await until(pilot, lambda: "Paste refused" in notices(app))
+        assert len(prompt.text) == PROMPT_BYTES - 1  # nothing of it inserted, nothing cut
+        app.post_message(events.Paste("y"))  # exactly the bound
+        await until(pilot, lambda: len(prompt.text) == PROMPT_BYTES)
+        await pilot.press("enter")
+        await until(pilot, lambda: ended(app, driver))
+    assert len(kinds(driver, "user")[0]["text"]) == PROMPT_BYTES  # type: ignore[arg-type]
+
+
+async def test_esc_cancels_keeps_the_partial_reply_and_the_session_goes_on(
+    driver: Driver,
+) -> None:
+    app = MissionControl(driver)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_and_send(pilot, app, script({"text": "partial words", "hang": True}))
+        await until(pilot, lambda: any(m.shown for m in app.query(AssistantMessage)))
+        await pilot.press("escape")
+        await until(pilot, lambda: idle(app))
+        assert "cancelled" in notices(app)
+        assert "partial words" in [m.shown for m in app.query(AssistantMessage)]
+        await type_and_send(pilot, app, "again")
+        await until(pilot, lambda: idle(app) and len(kinds(driver, "run_finished")) == 2)
+    outcomes = [r["outcome"] for r in kinds(driver, "run_finished")]
+    assert outcomes == ["cancelled", "completed"]
+    assert kinds(driver, "assistant_chunk")[0]["text"] == "partial words"
+
+
+async def test_first_ctrl_c_stops_the_turn_second_at_an_empty_prompt_quits(
+    driver: Driver,
+) -> None:
+    app = MissionControl(driver)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_and_send(pilot, app, script({"text": "busy", "hang": True}))
+        await until(pilot, lambda: app.control is not None and driver.attachment)
+        await until(pilot, lambda: kinds(driver, "user"))
+        await pilot.press("ctrl+c")
+        await until(pilot, lambda: idle(app))
+        assert app.is_running
+        await pilot.press("ctrl+c")
+        assert app.is_running  # the first at idle only arms
+        await pilot.press("ctrl+c")
+        await until(pilot, lambda: not app.is_running)
+    assert app.return_value == 0
+    assert [r["outcome"] for r in kinds(driver, "run_finished")] == ["cancelled"]
+
+
+async def test_ctrl_d_quits_only_at_an_empty_prompt(driver: Driver) -> None:
+    app = MissionControl(driver)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("a", "b", "left", "ctrl+d")
+        assert app.is_running and app.query_one(PromptArea).text == "a"
+        await pilot.press("backspace", "ctrl+d")
+        await until(pilot, lambda: not app.is_running)
+    assert app.return_value == 0
+
+
+async def test_quitting_during_a_turn_ends_the_session_truthfully(driver: Driver) -> None:
+    app = MissionControl(driver)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_and_send(pilot, app, script({"text": "busy", "hang": True}))
+        await until(pilot, lambda: driver.attachment and kinds(driver, "user"))
+        app.leave(0)
+        await until(pilot, lambda: not app.is_running)
+    assert [r["outcome"] for r in kinds(driver, "run_finished")] == ["cancelled"]
+
+
+async def test_approval_shows_the_diff_and_keys_typed_ahead_never_answer_it(
+    driver: Driver, workspace: Path
+) -> None:
+    (workspace / "a.txt").write_text("old text\n")
+    app = MissionControl(driver)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_and_send(pilot, app, script({"text": "writing", "tools": [WRITE]}))
+        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        screen = app.screen
+        assert isinstance(screen, ApprovalScreen)
+        assert screen.approval.preview is not None
+        assert "-old text" in screen.approval.preview.body
+        assert "+new text" in screen.approval.preview.body
+        await pilot.press("y", "a")  # as fast as typing ahead: inside the arming window
+        assert app.screen is screen and (workspace / "a.txt").read_text() == "old text\n"
+        await pilot.pause(APPROVAL_ARM_MS / 1000 + 0.05)
+        await pilot.press("y")
+        await until(pilot, lambda: idle(app))
+        card = app.query_one(ToolCard)
+        assert card.state == "completed" and not card.collapsed  # the edit's diff is shown
+    assert (workspace / "a.txt").read_text() == "new text\n"
+
+
+async def test_a_key_queued_before_the_modal_opened_is_not_an_answer(
+    driver: Driver, workspace: Path
+) -> None:
+    app = MissionControl(driver)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_and_send(pilot, app, script({"tools": [WRITE]}))
+        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        screen = app.screen
+        assert isinstance(screen, ApprovalScreen)
+        early = events.Key("y", "y")
+        early.time = screen.opened - 0.001
+        await pilot.pause(APPROVAL_ARM_MS / 1000 + 0.05)
+        screen.post_message(early)
+        await pilot.pause(0.1)
+        assert app.screen is screen and not (workspace / "a.txt").exists()
+        await pilot.press("n")
+        await until(pilot, lambda: idle(app))
+        assert app.query_one(ToolCard).state == "failed"
+    assert not (workspace / "a.txt").exists()
+
+
+async def test_an_expired_approval_closes_and_denies(tmp_path: Path, workspace: Path) -> None:
+    driver = make_driver(tmp_path, workspace, expiry_ms=400)
+    app = MissionControl(driver)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await type_and_send(pilot, app, script({"tools": [WRITE]}))
+            await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+            await until(pilot, lambda: idle(app))
+            assert not isinstance(app.screen, ApprovalScreen)
+            await until(pilot, lambda: "expired" in notices(app))
+        assert [r["state"] for r in kinds(driver, "tool")] == ["started", "failed"]
+    finally:
+        driver.close()
+    assert not (workspace / "a.txt").exists()
+
+
+async def test_allow_for_this_session_answers_the_same_call_later(
+    driver: Driver, workspace: Path
+) -> None:
+    app = MissionControl(driver)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_and_send(pilot, app, script({"tools": [WRITE]}))
+        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.pause(APPROVAL_ARM_MS / 1000 + 0.05)
+        await pilot.press("a")
+        await until(pilot, lambda: idle(app))
+        (workspace / "a.txt").unlink()
+        await type_and_send(pilot, app, script({"tools": [WRITE]}))
+        await until(pilot, lambda: idle(app) and len(kinds(driver, "run_finished")) == 2)
+        other = {"name": "write_file", "arguments": {"path": "b.txt", "content": "x"}}
+        await type_and_send(pilot, app, script({"tools": [other]}))
+        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))  # another path asks
+        await pilot.pause(APPROVAL_ARM_MS / 1000 + 0.05)
+        await pilot.press("n")
+        await until(pilot, lambda: idle(app))
+    assert (workspace / "a.txt").read_text() == "new text\n"
+    assert not (workspace / "b.txt").exists()
+
+
+async def test_resume_picker_hydrates_the_stored_history(tmp_path: Path, workspace: Path) -> None:
+    first = make_driver(tmp_path, workspace)
+    app = MissionControl(first)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_and_send(pilot, app, script({"text": "stored **reply**"}))
+        await until(pilot, lambda: idle(app) and first.attachment and kinds(first, "run_finished"))
+    session_id = first.attachment.session_id if first.attachment else ""
+    first.close()
+    second = make_driver(tmp_path, workspace)
+    app = MissionControl(second)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await type_and_send(pilot, app, "/resume")
+            await until(pilot, lambda: isinstance(app.screen, PickerScreen))
+            await pilot.press("enter")
+            await until(pilot, lambda: app.query(AssistantMessage))
+            assert second.attachment is not None
+            assert second.attachment.session_id == session_id
+            assert "stored **reply**" in [m.shown for m in app.query(AssistantMessage)]
+            assert len(app.query(UserMessage)) == 1
+            await type_and_send(pilot, app, "next")
+            await until(pilot, lambda: idle(app) and len(kinds(second, "run_finished")) == 2)
+    finally:
+        second.close()
+
+
+async def test_model_command_records_the_selection_as_session_open_restores_it(
+    tmp_path: Path, workspace: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "settings.toml").write_text(
+        '[providers.fixture]\nwire_api = "fixture"\nmodels = ["fixture-model", "other-model"]\n'
+    )
+    driver = make_driver(tmp_path, workspace)
+    app = MissionControl(driver)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await type_and_send(pilot, app, "hello")
+            await until(pilot, lambda: idle(app) and driver.attachment and records(driver))
+            await type_and_send(pilot, app, "/model")
+            await until(pilot, lambda: isinstance(app.screen, PickerScreen))
+            await pilot.press("down", "enter")
+            await until(pilot, lambda: driver.model == "other-model")
+            await type_and_send(pilot, app, "/model nonsense")
+            await until(pilot, lambda: "model_unknown" in notices(app))
+        session_id = driver.attachment.session_id if driver.attachment else ""
+    finally:
+        driver.close()
+    reopened = make_driver(tmp_path, workspace)
+    try:
+        reopened.open_session(session_id)
+        assert reopened.model == "other-model"
+    finally:
+        reopened.close()
+
+
+async def test_compact_summarizes_through_the_runner(driver: Driver) -> None:
+    app = MissionControl(driver)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_and_send(pilot, app, "one")
+        await until(pilot, lambda: ended(app, driver))
+        await type_and_send(pilot, app, "two")
+        await until(pilot, lambda: ended(app, driver, 2))
+        await type_and_send(pilot, app, "/compact")
+        await until(pilot, lambda: "Compacted" in notices(app))
+    compaction = kinds(driver, "compaction")
+    assert len(compaction) == 1 and compaction[0]["text"].startswith("Summary of")  # type: ignore[union-attr]
+    assert records(driver)[-1]["type"] == "run_finished"
+
+
+async def test_prompt_mode_exits_with_the_runs_outcome(tmp_path: Path, workspace: Path) -> None:
+    for text, code in ((script({"text": "ok"}), 0), (script({"error": "server_error"}), 1)):
+        driver = make_driver(tmp_path, workspace)
+        app = MissionControl(driver, prompt=text)
+        try:
+            async with app.run_test(size=SIZE) as pilot:
+                await until(pilot, lambda: not pilot.app.is_running)
+        finally:
+            driver.close()
+        assert app.return_value == code
+    driver = make_driver(tmp_path, workspace)
+    app = MissionControl(driver, prompt=script({"text": "x", "hang": True}))
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: app.query(AssistantMessage))
+            await pilot.press("escape")
+            await until(pilot, lambda: not app.is_running)
+    finally:
+        driver.close()
+    assert app.return_value == 130
+
+
+async def test_narrow_and_resized_terminals_keep_working(driver: Driver, workspace: Path) -> None:
+    app = MissionControl(driver)
+    async with app.run_test(size=(32, 10)) as pilot:
+        await type_and_send(pilot, app, script({"text": "a reply " * 20, "tools": [WRITE]}))
+        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.resize_terminal(24, 8)
+        await pilot.pause(0.05)
+        await pilot.resize_terminal(160, 48)
+        await pilot.pause(APPROVAL_ARM_MS / 1000)
+        await pilot.press("y")
+        await until(pilot, lambda: idle(app))
+    assert (workspace / "a.txt").exists()
+
+
+async def test_status_and_unknown_commands(driver: Driver, workspace: Path) -> None:
+    app = MissionControl(driver)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_and_send(pilot, app, "hi")
+        await until(pilot, lambda: ended(app, driver))
+        await type_and_send(pilot, app, "/status")
+        await until(pilot, lambda: "session " in notices(app))
+        assert driver.attachment is not None and driver.attachment.session_id in notices(app)
+        assert str(workspace) in notices(app)
+        await type_and_send(pilot, app, "/bogus")
+        await until(pilot, lambda: "Unknown command /bogus" in notices(app))
+    assert len(kinds(driver, "user")) == 1  # neither command reached the model
