@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_console import prompt, run_in_pty
+from mission_control.terminal import prompt, run_in_pty
 
 from magi_code.client import ErrorResponse, LocalAgentClient, environment
 from magi_code.redact import REDACTED
