@@ -5,9 +5,8 @@ import json
 import time
 from pathlib import Path
 
-from mission_control.terminal import Terminal, prompt, run_in_pty
-
 from magi_code.limits import APPROVAL_ARM_MS
+from mission_control.terminal import Terminal, prompt, run_in_pty
 
 
 def stored(home: Path) -> list[dict[str, object]]:

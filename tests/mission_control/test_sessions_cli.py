@@ -9,12 +9,12 @@ import time
 from pathlib import Path
 
 import pytest
-from mission_control.terminal import prompt, run_in_pty
 
 from magi_code.client import ErrorResponse, LocalAgentClient, environment
 from magi_code.redact import REDACTED
 from magi_code.sessions.chunking import dumps
 from magi_code.sessions.retention import DAY_NS
+from mission_control.terminal import prompt, run_in_pty
 
 SECOND, HOUR = 10**9, 3600 * 10**9
 SECRET = "ghp_" + "Zq9" * 10
