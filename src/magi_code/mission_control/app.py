@@ -62,7 +62,9 @@ Screen:inline { height: 100vh; border-top: none; border-bottom: none; }
 #log { height: 1fr; padding: 0 1; scrollbar-size-vertical: 1; }
 #log > * { margin: 0 0 1 0; }
 .user { color: $text; background: $boost; padding: 0 1; }
-.assistant { margin: 0; padding: 0; }
+.assistant { height: auto; margin: 0; padding: 0; }
+.assistant Markdown { margin: 0; padding: 0; }
+.page { padding: 0 2; }
 .assistant.partial { border-left: thick $warning; }
 .notice { color: $text-muted; }
 .notice.error { color: $error; }

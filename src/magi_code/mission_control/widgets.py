@@ -12,10 +12,11 @@ from collections.abc import Awaitable
 from rich.syntax import Syntax
 from rich.text import Text
 from textual import events
+from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Collapsible, Markdown, Static, TextArea
 
-from magi_code.limits import PROMPT_BYTES
+from magi_code.limits import PROMPT_BYTES, UI_PAGE_CHARS, UI_STREAM_MARKDOWN_CHARS
 
 
 def utf8_size(text: str) -> int:
@@ -34,11 +35,18 @@ class Notice(Static):
         super().__init__(text, classes=f"notice {kind}")
 
 
-class AssistantMessage(Markdown):
+class AssistantMessage(Vertical):
+    """One assistant segment. While it streams, its first UI_STREAM_MARKDOWN_CHARS are drawn
+    as Markdown and the rest as plain pages of UI_PAGE_CHARS, so a frame rewraps at most one
+    page however long the reply grows; the reconciled text is then drawn as Markdown once."""
+
     def __init__(self) -> None:
-        super().__init__("", classes="assistant")
+        self.markdown = Markdown("")
+        super().__init__(self.markdown, classes="assistant")
         self.pending: list[str] = []
         self.shown = ""
+        self.pages: list[Static] = []
+        self.page_text = ""
         self.mounting: Awaitable[None] | None = None  # mounted from a sync delta: not yet
 
     async def mounted(self) -> None:
@@ -50,19 +58,31 @@ class AssistantMessage(Markdown):
         self.pending.append(text)
 
     async def flush(self) -> None:
-        if self.pending and self.is_mounted:
-            text = "".join(self.pending)
-            self.pending.clear()
-            self.shown += text
-            await self.append(text)
+        if not self.pending or not self.is_mounted:
+            return
+        text = "".join(self.pending)
+        self.pending.clear()
+        self.shown += text
+        if not self.pages and len(self.markdown.source) + len(text) <= UI_STREAM_MARKDOWN_CHARS:
+            await self.markdown.append(text)
+            return
+        if not self.pages or len(self.page_text) >= UI_PAGE_CHARS:
+            self.pages.append(Static("", classes="page"))
+            self.page_text = ""
+            await self.mount(self.pages[-1])
+        self.page_text += text
+        self.pages[-1].update(Text(self.page_text))
 
     async def settle(self, text: str, partial: bool) -> None:
-        """The authoritative text: drawn only where it differs from what streamed."""
+        """The authoritative text: drawn only where it differs from what was drawn."""
         await self.mounted()
         self.pending.clear()
         self.shown = text
-        if text != self.source:
-            await self.update(text)
+        if self.pages:
+            await self.remove_children(self.pages)
+            self.pages, self.page_text = [], ""
+        if text != self.markdown.source:
+            await self.markdown.update(text)
         if partial:
             self.add_class("partial")
 
