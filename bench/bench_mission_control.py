@@ -23,7 +23,7 @@ from pathlib import Path
 import pyte
 
 LAUNCHES = 10
-KEYS = "ZQXJKVWYZQXJKVWYZQXJKVWY"
+KEYS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # nothing else on screen is upper case
 COLUMNS, ROWS = 120, 40
 BARE_APP = (
     "from textual.app import App\n"
@@ -65,6 +65,29 @@ class Pty:
                     raise TimeoutError(needle) from None
         return time.perf_counter() - started
 
+    def echo(self, key: str, seconds: float = 5.0) -> float:
+        """Type `key` and read raw output until it comes back; the time it took. Raw bytes,
+        not the emulator: pyte's parsing of streamed frames would be timed too."""
+        started = time.perf_counter()
+        os.write(self.leader, key.encode())
+        seen = b""
+        while key.encode() not in seen:
+            if time.perf_counter() - started > seconds:
+                raise TimeoutError(key)
+            ready, _, _ = select.select([self.leader], [], [], 0.005)
+            if ready:
+                seen += os.read(self.leader, 1 << 16)
+        elapsed = time.perf_counter() - started
+        self.stream.feed(seen)
+        return elapsed
+
+    def drain(self, seconds: float) -> None:
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            ready, _, _ = select.select([self.leader], [], [], 0.005)
+            if ready:
+                self.stream.feed(os.read(self.leader, 1 << 16))
+
     def close(self) -> None:
         self.process.kill()
         self.process.wait()
@@ -95,19 +118,11 @@ def echoes(command: list[str], cwd: str, env: dict[str, str], *, streaming: bool
             os.write(pty.leader, script.encode() + b"\r")
             pty.until("word word")
         echoes = []
-        typed = ""
         for key in KEYS:
-            typed += key
-            started = time.perf_counter()
-            os.write(pty.leader, key.encode())
-            pty.until(typed)
-            echoes.append((time.perf_counter() - started) * 1000)
+            echoes.append(pty.echo(key) * 1000)
+            pty.drain(0.15)
             if streaming and "running" not in pty.text():
                 break  # the reply ended: later keys would not be "while it streams"
-            pause = time.perf_counter() + 0.15
-            while time.perf_counter() < pause:
-                pty.until(typed)  # keep reading the screen
-                time.sleep(0.01)
         return echoes
     finally:
         pty.close()
@@ -115,7 +130,7 @@ def echoes(command: list[str], cwd: str, env: dict[str, str], *, streaming: bool
 
 def main() -> None:
     binary = str(Path(sys.executable).with_name("magi-code"))
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(prefix="mcbench") as tmp:  # lower-case path
         workspace = Path(tmp, "ws")
         workspace.mkdir()
         env = environment(str(Path(tmp, "home")))
