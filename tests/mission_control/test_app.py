@@ -346,3 +346,135 @@ async def test_status_and_unknown_commands(driver: Driver, workspace: Path) -> N
         await type_and_send(pilot, app, "/bogus")
         await until(pilot, lambda: "Unknown command /bogus" in notices(app))
     assert len(kinds(driver, "user")) == 1  # neither command reached the model
+
+
+async def test_bang_runs_a_shell_command_through_the_shell_tool_and_its_approval(
+    driver: Driver, workspace: Path
+) -> None:
+    app = MissionControl(driver)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_and_send(pilot, app, "!echo made > made.txt")
+        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        screen = app.screen
+        assert isinstance(screen, ApprovalScreen) and screen.approval.preview is not None
+        assert "$ echo made > made.txt" in screen.approval.preview.body
+        await pilot.pause(APPROVAL_ARM_MS / 1000 + 0.05)
+        await pilot.press("y")
+        await until(pilot, lambda: idle(app))
+        assert app.query_one(ToolCard).state == "completed"
+        await type_and_send(pilot, app, "!touch denied.txt")
+        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.pause(APPROVAL_ARM_MS / 1000 + 0.05)
+        await pilot.press("n")
+        await until(pilot, lambda: idle(app))
+    assert (workspace / "made.txt").read_text() == "made\n"
+    assert not (workspace / "denied.txt").exists()
+    assert driver.attachment is None or not driver.attachment.durable  # nothing recorded
+
+
+async def test_approval_modes_widen_asks_but_never_a_settings_deny(
+    tmp_path: Path, workspace: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "settings.toml").write_text(
+        '[permissions]\nrules = [{tool = "shell", command = "rm *", decision = "deny"}]\n'
+    )
+    driver = make_driver(tmp_path, workspace)
+    app = MissionControl(driver)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await type_and_send(pilot, app, "/permissions edits")
+            await until(pilot, lambda: driver.grants.mode == "edits")
+            await type_and_send(pilot, app, script({"tools": [WRITE]}))
+            await until(pilot, lambda: ended(app, driver))  # no approval asked
+            assert (workspace / "a.txt").exists()
+            shell = {"name": "shell", "arguments": {"command": "touch s.txt"}}
+            await type_and_send(pilot, app, script({"tools": [shell]}))
+            await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))  # edits only
+            await pilot.pause(APPROVAL_ARM_MS / 1000 + 0.05)
+            await pilot.press("n")
+            await until(pilot, lambda: ended(app, driver, 2))
+            await type_and_send(pilot, app, "/permissions")
+            await until(pilot, lambda: isinstance(app.screen, PickerScreen))
+            await pilot.press("down", "down", "enter")
+            await until(pilot, lambda: driver.grants.mode == "full")
+            await type_and_send(pilot, app, script({"tools": [shell]}))
+            await until(pilot, lambda: ended(app, driver, 3))
+            assert (workspace / "s.txt").exists()
+            remove = {"name": "shell", "arguments": {"command": "rm a.txt"}}
+            await type_and_send(pilot, app, script({"tools": [remove]}))
+            await until(pilot, lambda: ended(app, driver, 4))
+    finally:
+        driver.close()
+    assert (workspace / "a.txt").exists()  # the settings' deny stands in full mode
+
+
+async def test_up_and_down_recall_prompts_of_this_workspace_across_sessions(
+    tmp_path: Path, workspace: Path
+) -> None:
+    first = make_driver(tmp_path, workspace)
+    app = MissionControl(first)
+    async with app.run_test(size=SIZE) as pilot:
+        for text in ("first prompt", "second\nprompt"):
+            await type_and_send(pilot, app, text)
+            await until(pilot, lambda: idle(app) and first.attachment is not None)
+            await until(pilot, lambda: idle(app) and bool(records(first)))
+        await until(pilot, lambda: ended(app, first, 2))
+    first.close()
+    second = make_driver(tmp_path, workspace)
+    app = MissionControl(second)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            prompt = app.query_one(PromptArea)
+            await pilot.press("up")
+            assert prompt.text == "second\nprompt"
+            await pilot.press("up")  # the cursor is on the last line: up moves within
+            await pilot.press("up")
+            assert prompt.text == "first prompt"
+            await pilot.press("down")
+            assert prompt.text == "second\nprompt"
+    finally:
+        second.close()
+
+
+async def test_tab_completes_an_at_path_mention(driver: Driver, workspace: Path) -> None:
+    (workspace / "src").mkdir()
+    (workspace / "src" / "module_one.py").write_text("")
+    app = MissionControl(driver)
+    async with app.run_test(size=SIZE) as pilot:
+        prompt = app.query_one(PromptArea)
+        prompt.insert("look at @sr")
+        await pilot.press("tab")
+        assert prompt.text == "look at @src/"
+        await pilot.press("m", "tab")
+        assert prompt.text == "look at @src/module_one.py"
+
+
+async def test_diff_shows_the_workspace_git_diff(driver: Driver, workspace: Path) -> None:
+    import subprocess
+
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(workspace)]
+    (workspace / "f.txt").write_text("before\n")
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    (workspace / "f.txt").write_text("after\n")
+    app = MissionControl(driver)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_and_send(pilot, app, "/diff")
+        await until(pilot, lambda: "+after" in notices(app))
+        assert "-before" in notices(app)
+
+
+async def test_reasoning_is_shown_and_usage_reaches_the_status(driver: Driver) -> None:
+    app = MissionControl(driver)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_and_send(
+            pilot, app, script({"reasoning": "thinking it over", "text": "okay, that is done"})
+        )
+        await until(pilot, lambda: ended(app, driver))
+        assert "thinking it over" in str(app.query_one(".reasoning-text").render())
+        assert driver.tally.session_input > 0 and driver.tally.session_output > 0
+        status = str(app.query_one("#status").render())
+        assert f"tokens {driver.tally.session_input:,} in" in status

@@ -13,7 +13,7 @@ exits 0 (completed), 1 (failed) or 130 (cancelled).
 from pathlib import Path
 from typing import ClassVar
 
-from rich.syntax import Syntax
+import anyio
 from rich.text import Text
 from textual import work
 from textual._time import get_time
@@ -41,6 +41,7 @@ from magi_code.mission_control.widgets import (
     Reasoning,
     ToolCard,
     UserMessage,
+    diff_text,
     utf8_size,
 )
 from magi_code.runner.events import (
@@ -151,7 +152,7 @@ class MissionControl(App[int]):
         await log.mount(widget)
         log.scroll_end(animate=False)
 
-    async def say(self, text: str | Text | Syntax, kind: str = "info") -> None:
+    async def say(self, text: str | Text, kind: str = "info") -> None:
         await self.add(Notice(text, kind))
 
     def refresh_status(self) -> None:
@@ -280,6 +281,29 @@ class MissionControl(App[int]):
         self.run_turn(prompt, self.control)
 
     @work(group="turn", exclusive=False)
+    async def run_shell(self, command: str) -> None:
+        self.control = TurnControl()  # Esc and Ctrl-C stop it like a turn
+        self.state = "running"
+        self.refresh_status()
+        await self.add(UserMessage(f"!{command}"))
+        card = self.last_card = ToolCard("shell", command)
+        await self.add(card)
+        with anyio.CancelScope() as scope:
+            self.control.scope = scope
+            outcome = await self.driver.shell(command, self)
+            card.update_state("completed" if outcome.ok else "failed", outcome.summary)
+            card.show_output(outcome.output, None)
+            card.collapsed = False
+        if scope.cancelled_caught:
+            card.update_state("failed", "interrupted")
+        self.close_approvals()
+        self.control = None
+        self.state = "idle"
+        self.refresh_status()
+        if self.leaving is not None:
+            self.exit(self.leaving)
+
+    @work(group="turn", exclusive=False)
     async def run_turn(self, prompt: str, control: TurnControl) -> None:
         await self.add(UserMessage(prompt))
         finished = await self.driver.turn(prompt, self, control)
@@ -401,7 +425,7 @@ class MissionControl(App[int]):
         self.recall.append(text)
         self.recall_at = len(self.recall)
         if text.startswith("!") and text[1:].strip():
-            self.start_turn(shell_prompt(text[1:].strip()))
+            self.run_shell(text[1:].strip())
             return
         self.start_turn(text)
 
@@ -425,7 +449,7 @@ class MissionControl(App[int]):
             await self.say(self.status_text())
         elif name == "diff":
             diff = await self.driver.diff()
-            await self.say(Syntax(diff, "diff", theme="ansi_dark") if diff else "No changes.")
+            await self.say(diff_text(diff) if diff else "No changes.")
         elif name == "compact":
             self.state = "compacting"
             self.refresh_status()
@@ -539,12 +563,3 @@ def session_row(row: StoredRow) -> tuple[str, str]:
     where = "" if row.here else "  (other workspace)"
     label = f"{when}  {row.model or '?':<16} {row.size:>8} B  {row.first_prompt or '-'}{where}"
     return row.session_id, label
-
-
-def shell_prompt(command: str) -> str:
-    """`!cmd`: ask the model to run exactly this through the shell tool (its permissions
-    apply as for any call)."""
-    return (
-        "Run this shell command with the shell tool, exactly as written, and report its "
-        f"output briefly:\n\n{command}"
-    )

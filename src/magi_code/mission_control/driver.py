@@ -8,6 +8,7 @@ local agent does, with the face as its emitter and approval answerer. It imports
 Textual, so it can be driven (and tested) without a screen.
 """
 
+import json
 import os
 import subprocess
 import time
@@ -32,14 +33,18 @@ from magi_code.mission_control.preview import Preview, preview
 from magi_code.providers.base import Usage
 from magi_code.runner.events import RunFinished
 from magi_code.runner.journal import SessionJournal
-from magi_code.runner.setup import context_window, turn_setup
+from magi_code.runner.setup import context_window, tool_env, turn_setup
 from magi_code.runner.startup import Admitted, StartupError, admit
 from magi_code.runner.turn import Emitter, Turn, TurnControl, run_turn
 from magi_code.sessions import Attachment, Selection, SessionError, SessionStore
 from magi_code.sessions.reader import decode_record
 from magi_code.sessions.retention import auto_prune, scan
 from magi_code.tools.approvals import ApprovalBroker
+from magi_code.tools.base import ToolContext, ToolInputError, ToolOutcome
+from magi_code.tools.builtin import builtin_tools
 from magi_code.tools.paths import display
+from magi_code.tools.policy import Policy
+from magi_code.tools.summaries import safe_summary
 
 HEADER_BYTES = 64 * 1024  # how far a session file is read for its header line
 DIFF_TIMEOUT_S = 10.0
@@ -376,6 +381,32 @@ class Driver:
 
         broker = ApprovalBroker(announce, expiry_ms=self.expiry_ms)
         return broker
+
+    async def shell(self, command: str, face: Face) -> ToolOutcome:
+        """`!command`: the person's own command through the shell tool and the same policy
+        and approvals as a model's call (an approval mode or session rule applies alike).
+        It is shown, not recorded in the session: the model did not ask for it."""
+        observer = self.observer(face)
+        broker = self.broker(face, observer)
+        tool = ObservedTool(builtin_tools()["shell"], observer)
+        ctx = ToolContext(Path(self.admitted.cwd), tool_env(self.admitted))
+        try:
+            args = tool.parse(json.dumps({"command": command}))
+        except ToolInputError as bad:
+            return ToolOutcome(False, "", f"rejected: {bad.code}")
+        access = tool.access(args, ctx)
+        summary = safe_summary(tool.describe(args, ctx))
+        policy = FacePolicy.over(
+            Policy.from_settings(self.admitted.settings.get("permissions")), self.grants
+        )
+        decision = policy.decide(tool.name, access, ctx.workspace)
+        try:
+            allowed = decision == "allow" or (decision == "ask" and await broker.request(summary))
+        finally:
+            broker.deny_all()
+        if not allowed:
+            return ToolOutcome(False, "", f"denied: {summary}")
+        return await tool.run(args, ctx)
 
     async def compact(self, face: Face) -> str:
         """A manual compaction through the runner's own path: everything before the last

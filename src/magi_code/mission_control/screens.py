@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable
 from typing import ClassVar
 
-from rich.syntax import Syntax
 from rich.text import Text
 from textual import events
 from textual._time import get_time
@@ -24,6 +23,7 @@ from textual.widgets.option_list import Option
 
 from magi_code.limits import APPROVAL_ARM_MS
 from magi_code.mission_control.driver import Approval
+from magi_code.mission_control.widgets import diff_text
 
 EXPIRY_SLACK_S = 0.1  # the broker's clock and ours are read a moment apart
 ANSWERS = {"y": "once", "a": "session", "n": "deny", "escape": "deny"}
@@ -44,11 +44,7 @@ class ApprovalScreen(ModalScreen[str]):
             title = preview.title if preview else self.approval.summary
             yield Label(Text(f"Allow: {title}?", style="bold"), id="approval-title")
             if preview is not None:
-                body: Syntax | Text = (
-                    Syntax(preview.body, "diff", theme="ansi_dark", word_wrap=True)
-                    if preview.kind == "diff"
-                    else Text(preview.body)
-                )
+                body = diff_text(preview.body) if preview.kind == "diff" else Text(preview.body)
                 with VerticalScroll(id="approval-preview"):
                     yield Static(body)
             yield Label("", id="approval-countdown")

@@ -9,7 +9,6 @@ replaces what was streamed only when it differs.
 import time
 from collections.abc import Awaitable
 
-from rich.syntax import Syntax
 from rich.text import Text
 from textual import events
 from textual.containers import Vertical
@@ -17,6 +16,17 @@ from textual.message import Message
 from textual.widgets import Collapsible, Markdown, Static, TextArea
 
 from magi_code.limits import PROMPT_BYTES, UI_PAGE_CHARS, UI_STREAM_MARKDOWN_CHARS
+
+DIFF_STYLES = (("+++", "bold"), ("---", "bold"), ("@@", "cyan"), ("+", "green"), ("-", "red"))
+
+
+def diff_text(diff: str) -> Text:
+    """A unified diff, coloured line by line (added green, removed red, hunks cyan)."""
+    shown = Text()
+    for line in diff.splitlines(keepends=True):
+        style = next((s for prefix, s in DIFF_STYLES if line.startswith(prefix)), "")
+        shown.append(line, style)
+    return shown
 
 
 def utf8_size(text: str) -> int:
@@ -31,7 +41,7 @@ class UserMessage(Static):
 class Notice(Static):
     """A line from the face itself: outcomes, diagnostics, command output."""
 
-    def __init__(self, text: str | Text | Syntax, kind: str = "info") -> None:
+    def __init__(self, text: str | Text, kind: str = "info") -> None:
         super().__init__(text, classes=f"notice {kind}")
 
 
@@ -122,7 +132,7 @@ class ToolCard(Collapsible):
 
     def show_output(self, output: str | None, diff: str | None) -> None:
         if diff:
-            self.body.update(Syntax(diff, "diff", theme="ansi_dark", word_wrap=True))
+            self.body.update(diff_text(diff))
             self.collapsed = False  # an edit is shown as its diff
         elif output:
             self.body.update(Text(output))
