@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import anyio
+from rich.console import RenderableType
 from rich.text import Text
 from textual import work
 from textual._time import get_time
@@ -118,6 +119,8 @@ class MissionControl(App[int]):
         self.recall: list[str] = []
         self.recall_at = 0
         self.state = "idle"
+        self.hint = ""  # a passing word in the status line
+        self.transcript: list[RenderableType] = []
 
     # ---- layout ----------------------------------------------------------------------------
 
@@ -162,7 +165,7 @@ class MissionControl(App[int]):
         self.query_one("#status", Static).update(
             f"{self.driver.provider}/{self.driver.model} · context {share}% of {window:,} · "
             f"tokens {tally.session_input:,} in {tally.session_output:,} out · "
-            f"approvals: {mode} · {self.state}"
+            f"approvals: {mode} · {self.hint or self.state}"
         )
 
     async def hydrate(self) -> None:
@@ -341,6 +344,31 @@ class MissionControl(App[int]):
         elif self.one_shot is not None:
             self.exit(EXIT_CODES.get(finished.outcome, 1))
 
+    # ---- leaving ---------------------------------------------------------------------------
+
+    def exit(self, result: int | None = None, return_code: int = 0, message: object = None) -> None:
+        self.transcript = self.scrollback()
+        super().exit(result, return_code, message)  # type: ignore[arg-type]
+
+    def scrollback(self) -> list[RenderableType]:
+        """The conversation as plain renderables, printed after the inline app is gone so it
+        stays in the terminal's scrollback."""
+        from rich.markdown import Markdown as RichMarkdown
+
+        shown: list[RenderableType] = []
+        for widget in self.log_view.children:
+            if isinstance(widget, UserMessage):
+                shown.append(Text("› ", style="bold cyan") + Text(widget.text))
+            elif isinstance(widget, AssistantMessage):
+                shown.append(RichMarkdown(widget.shown))
+            elif isinstance(widget, ToolCard):
+                shown.append(Text(widget.heading(), style="dim"))
+                if widget.diff:
+                    shown.append(diff_text(widget.diff))
+            elif isinstance(widget, Notice):
+                shown.append(widget.visual_text())
+        return shown
+
     # ---- keys ------------------------------------------------------------------------------
 
     def leave(self, code: int = 0) -> None:
@@ -369,7 +397,13 @@ class MissionControl(App[int]):
             self.leave(0)
             return
         self.quit_armed_at = now
-        self.notify("Press Ctrl+C again to quit", timeout=QUIT_CONFIRM_MS / 1000)
+        self.hint = "press Ctrl+C again to quit"
+        self.refresh_status()
+        self.set_timer(QUIT_CONFIRM_MS / 1000, self.clear_hint)
+
+    def clear_hint(self) -> None:
+        self.hint = ""
+        self.refresh_status()
 
     def action_eof(self) -> None:
         prompt = self.query_one(PromptArea)

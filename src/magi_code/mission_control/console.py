@@ -63,4 +63,10 @@ def run(launch: Launch) -> int:
         code = app.run(inline=True)
     finally:
         driver.close()
+    if app.transcript:
+        from rich.console import Console
+
+        scrollback = Console()
+        for shown in app.transcript:
+            scrollback.print(shown)
     return 1 if code is None else code

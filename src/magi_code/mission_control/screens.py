@@ -42,13 +42,13 @@ class ApprovalScreen(ModalScreen[str]):
         preview = self.approval.preview
         with Vertical(id="approval-box"):
             title = preview.title if preview else self.approval.summary
-            yield Label(Text(f"Allow: {title}?", style="bold"), id="approval-title")
+            yield Static(Text(f"Allow: {title}?", style="bold"), id="approval-title")
             if preview is not None:
                 body = diff_text(preview.body) if preview.kind == "diff" else Text(preview.body)
                 with VerticalScroll(id="approval-preview"):
                     yield Static(body)
-            yield Label("", id="approval-countdown")
-            yield Label(
+            yield Static("", id="approval-countdown")
+            yield Static(
                 Text.assemble(
                     ("y", "bold green"),
                     " allow once   ",
@@ -71,7 +71,7 @@ class ApprovalScreen(ModalScreen[str]):
         if self.clock() >= self.deadline:
             self.close_decided()
             return
-        self.query_one("#approval-countdown", Label).update(
+        self.query_one("#approval-countdown", Static).update(
             Text(f"denied automatically in {self.seconds_left()} s", style="dim")
         )
 

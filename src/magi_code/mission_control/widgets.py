@@ -36,6 +36,7 @@ def utf8_size(text: str) -> int:
 class UserMessage(Static):
     def __init__(self, text: str) -> None:
         super().__init__(Text("› ", style="bold cyan") + Text(text), classes="user")
+        self.text = text
 
 
 class Notice(Static):
@@ -43,6 +44,10 @@ class Notice(Static):
 
     def __init__(self, text: str | Text, kind: str = "info") -> None:
         super().__init__(text, classes=f"notice {kind}")
+        self.text = text
+
+    def visual_text(self) -> Text:
+        return self.text if isinstance(self.text, Text) else Text(self.text, style="dim")
 
 
 class AssistantMessage(Vertical):
@@ -116,6 +121,7 @@ class ToolCard(Collapsible):
         self.tool, self.summary, self.state = name, summary, "started"
         self.started = time.monotonic()
         self.seconds: float | None = None
+        self.diff: str | None = None
         self.title = self.heading()
 
     def heading(self) -> str:
@@ -132,6 +138,7 @@ class ToolCard(Collapsible):
 
     def show_output(self, output: str | None, diff: str | None) -> None:
         if diff:
+            self.diff = diff
             self.body.update(diff_text(diff))
             self.collapsed = False  # an edit is shown as its diff
         elif output:
