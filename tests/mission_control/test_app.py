@@ -150,15 +150,22 @@ async def test_approval_shows_the_diff_and_keys_typed_ahead_never_answer_it(
     (workspace / "a.txt").write_text("old text\n")
     app = MissionControl(driver)
     async with app.run_test(size=SIZE) as pilot:
-        await type_and_send(pilot, app, script({"text": "writing", "tools": [WRITE]}))
+        slow = {"text": "writing slowly", "deltas": 10, "delay_ms": 40, "tools": [WRITE]}
+        await type_and_send(pilot, app, script(slow))
+        await until(pilot, lambda: any(m.shown for m in app.query(AssistantMessage)))
+        assert not isinstance(app.screen, ApprovalScreen)
+        await pilot.press("y", "a")  # typed ahead while the reply streams
         await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         screen = app.screen
         assert isinstance(screen, ApprovalScreen)
         assert screen.approval.preview is not None
         assert "-old text" in screen.approval.preview.body
         assert "+new text" in screen.approval.preview.body
-        await pilot.press("y", "a")  # as fast as typing ahead: inside the arming window
+        await pilot.pause(0.1)
         assert app.screen is screen and (workspace / "a.txt").read_text() == "old text\n"
+        # what was typed before the modal went to the next prompt; a key arriving as the modal
+        # opened went nowhere: neither answered it
+        assert app.query_one(PromptArea).text in ("y", "ya")
         await pilot.pause(APPROVAL_ARM_MS / 1000 + 0.05)
         await pilot.press("y")
         await until(pilot, lambda: idle(app))
@@ -176,10 +183,13 @@ async def test_a_key_queued_before_the_modal_opened_is_not_an_answer(
         await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
         screen = app.screen
         assert isinstance(screen, ApprovalScreen)
-        early = events.Key("y", "y")
-        early.time = screen.opened - 0.001
         await pilot.pause(APPROVAL_ARM_MS / 1000 + 0.05)
+        early = events.Key("y", "y")  # queued before the modal opened
+        early.time = screen.opened - 0.001
         screen.post_message(early)
+        quick = events.Key("y", "y")  # inside the arming window: typed through
+        quick.time = screen.opened + APPROVAL_ARM_MS / 1000 - 0.001
+        screen.post_message(quick)
         await pilot.pause(0.1)
         assert app.screen is screen and not (workspace / "a.txt").exists()
         await pilot.press("n")
