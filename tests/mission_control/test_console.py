@@ -61,6 +61,8 @@ def test_a_session_on_a_real_terminal(tmp_path: Path) -> None:
         terminal.settle(0.2)
         terminal.send("\x03")
         assert terminal.wait_exit() == 0
+        after = terminal.text()  # the conversation stays in the terminal after the app
+        assert "Editing now." in after and "› one" in after
     finally:
         terminal.close()
     assert b"Traceback" not in terminal.raw
