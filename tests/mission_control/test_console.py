@@ -109,4 +109,19 @@ def test_a_startup_error_says_what_to_do_without_a_traceback(tmp_path: Path) -> 
     code, out = run_in_pty([], tmp_path, home, {})
     assert code == 1
     assert b"configuration_invalid" in out and b"settings.toml" in out
+    assert b"the selected provider is not configured" in out
     assert b"Traceback" not in out
+
+
+def test_a_provider_without_a_key_names_the_login_command(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "settings.toml").write_text(
+        'provider = "remote"\nmodel = "m1"\n[providers.remote]\nwire_api = "openai-chat"\n'
+        'base_url = "https://example.invalid/v1"\napi_key_env = "MAGI_TEST_UNSET_KEY"\n'
+        'models = ["m1"]\n'
+    )
+    code, out = run_in_pty([], tmp_path, home, {})
+    assert code == 1 and b"Traceback" not in out
+    assert b"provider_unavailable" in out
+    assert b"magi-code login remote" in out and b"MAGI_TEST_UNSET_KEY" in out

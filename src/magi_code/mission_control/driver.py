@@ -51,9 +51,10 @@ DIFF_TIMEOUT_S = 10.0
 DIFF_BYTES = 256 * 1024
 
 HINTS = {
-    "configuration_invalid": "check the settings: MC_HOME/settings.toml and ./.magi-code.toml",
-    "provider_unavailable": "sign in with `magi-code login NAME`, or set the provider's "
-    "api_key_env variable",
+    "configuration_invalid": "edit the settings: MC_HOME/settings.toml, then "
+    "./.magi-code/settings.toml",
+    "provider_unavailable": "`magi-code login NAME` stores a key; `magi-code models` lists "
+    "what is configured",
     "profile_invalid": "check the agent profile named by the `agent` setting",
     "mcp_unavailable": "approve the server: add `magi-code mcp digest NAME` to mcp.approved "
     "in MC_HOME/settings.toml, or disable it",
@@ -64,14 +65,17 @@ HINTS = {
 
 
 class LaunchError(Exception):
-    """A startup failure a person can act on: a code and what to do about it."""
+    """A startup failure a person can act on: a code, what is wrong (a fixed phrase such as
+    the settings key at fault, never a value) and what to do about it."""
 
-    def __init__(self, code: str) -> None:
+    def __init__(self, code: str, detail: str = "") -> None:
         super().__init__(code)
-        self.code = code
+        self.code, self.detail = code, detail
 
     def explain(self) -> str:
-        return f"magi-code: cannot start: {self.code}\n  {HINTS.get(self.code, '')}".rstrip()
+        lines = [f"magi-code: cannot start: {self.code}"]
+        lines += [f"  {text}" for text in (self.detail, HINTS.get(self.code, "")) if text]
+        return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -89,12 +93,36 @@ class Launch:
 def startup(cwd: str, env: Mapping[str, str]) -> tuple[Admitted, int]:
     """The pre-UI steps: the admitted snapshot, then the retention sweep. Raises LaunchError.
     Returns the snapshot and how many expired sessions the sweep removed."""
+    from magi_code.config.settings import SettingsError
+
     try:
         admitted = admit(cwd, env)
     except StartupError as failed:
-        raise LaunchError(failed.code) from None
+        cause = failed.__cause__
+        detail = str(cause) if isinstance(cause, SettingsError) else ""  # fixed phrases
+        if failed.code == "provider_unavailable":
+            detail = unavailable_provider(cwd, env)
+        raise LaunchError(failed.code, detail) from None
     pruned = auto_prune(admitted.paths.home, admitted.settings, time.time_ns())
     return admitted, len(pruned)
+
+
+def unavailable_provider(cwd: str, env: Mapping[str, str]) -> str:
+    """Which provider lacks credentials, and how to give it some (its name only if safe)."""
+    from magi_code.config import paths, settings
+    from magi_code.runner.startup import safe_name
+
+    try:
+        home = paths.resolve_home(env)
+        conf = settings.load(paths.Paths(home).settings, paths.project_settings(cwd))
+    except (OSError, settings.SettingsError):
+        return ""
+    name = safe_name(conf["provider"])
+    variable = conf["providers"][conf["provider"]].get("api_key_env")
+    how = f"run `magi-code login {name}`" if name else "run `magi-code login NAME`"
+    if isinstance(variable, str) and safe_name(variable):
+        how += f", or set {variable}"
+    return f"the provider {name or ''} has no usable credentials: {how}".replace("  ", " ")
 
 
 @dataclass
