@@ -488,3 +488,12 @@ async def test_reasoning_is_shown_and_usage_reaches_the_status(driver: Driver) -
         assert driver.tally.session_input > 0 and driver.tally.session_output > 0
         status = str(app.query_one("#status").render())
         assert f"tokens {driver.tally.session_input:,} in" in status
+
+
+async def test_init_asks_the_model_for_an_agents_file(driver: Driver) -> None:
+    app = MissionControl(driver)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_and_send(pilot, app, "/init")
+        await until(pilot, lambda: ended(app, driver))
+    (sent,) = kinds(driver, "user")
+    assert str(sent["text"]).startswith("Write a starter AGENTS.md")

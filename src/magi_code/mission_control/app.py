@@ -116,7 +116,7 @@ class MissionControl(App[int]):
         self.last_card: ToolCard | None = None
         self.approvals: list[ApprovalScreen] = []
         self.quit_armed_at: float | None = None
-        self.recall: list[str] = []
+        self.recall: list[str] | None = None  # read from the sessions on the first Up
         self.recall_at = 0
         self.state = "idle"
         self.hint = ""  # a passing word in the status line
@@ -137,8 +137,6 @@ class MissionControl(App[int]):
             await self.say(notice, "warning")
         self.driver.notices.clear()
         await self.hydrate()
-        self.recall = self.driver.prompt_history()
-        self.recall_at = len(self.recall)
         self.refresh_status()
         self.query_one(PromptArea).focus()
         if self.one_shot is not None:
@@ -420,6 +418,9 @@ class MissionControl(App[int]):
         )
 
     def on_prompt_area_recall(self, message: PromptArea.Recall) -> None:
+        if self.recall is None:
+            self.recall = self.driver.prompt_history()  # what this process sent is stored too
+            self.recall_at = len(self.recall)
         if not self.recall:
             return
         self.recall_at = max(0, min(len(self.recall), self.recall_at + message.step))
@@ -456,8 +457,9 @@ class MissionControl(App[int]):
         if command is not None:
             await self.command(command)
             return
-        self.recall.append(text)
-        self.recall_at = len(self.recall)
+        if self.recall is not None:
+            self.recall.append(text)
+            self.recall_at = len(self.recall)
         if text.startswith("!") and text[1:].strip():
             self.run_shell(text[1:].strip())
             return
@@ -481,6 +483,8 @@ class MissionControl(App[int]):
             await self.say(f"New session {session_id}")
         elif name == "status":
             await self.say(self.status_text())
+        elif name == "init":
+            self.start_turn(commands.INIT_PROMPT)
         elif name == "diff":
             diff = await self.driver.diff()
             await self.say(diff_text(diff) if diff else "No changes.")

@@ -16,6 +16,7 @@ COMMANDS: dict[str, str] = {
     "compact": "summarize the earlier conversation now",
     "status": "provider, model, context, tokens, session, workspace, MCP servers",
     "diff": "the workspace's git diff",
+    "init": "ask the model to write a starter AGENTS.md for this workspace",
     "permissions": "approval mode: ask, edits (edits allowed) or full (all allowed)",
     "quit": "leave Mission Control",
 }
@@ -30,6 +31,14 @@ KEYS: list[tuple[str, str]] = [
     ("!command", "run a shell command through the shell tool and its permissions"),
     ("@path", "Tab completes a file path of the workspace"),
 ]
+
+
+INIT_PROMPT = (
+    "Write a starter AGENTS.md at the root of this workspace with the write_file tool. Look "
+    "around first (list_dir, read_file, grep). Say briefly what the project is, how to build, "
+    "test and lint it (exact commands), its layout, and the conventions a coding agent must "
+    "follow here. Keep it short and factual; if an AGENTS.md exists, improve it instead."
+)
 
 
 @dataclass(frozen=True)
