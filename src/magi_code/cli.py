@@ -252,6 +252,7 @@ def list_sessions(directory: Path, *, as_json: bool) -> int:
             "size": stored.size,
             "state": "durable" if stored.durable else "empty",
             "attached": stored.attached,
+            "cwd": stored.cwd,
             "first_prompt": stored.first_prompt,
         }
         for stored in scan(directory)
@@ -263,7 +264,7 @@ def list_sessions(directory: Path, *, as_json: bool) -> int:
         attached = "attached" if row["attached"] else "detached"
         print(
             f"{row['session_id']}  {row['last_activity']}  {row['size']:>9} B  "
-            f"{row['state']:<7}  {attached:<8}  {row['first_prompt'] or '-'}"
+            f"{row['state']:<7}  {attached:<8}  {row['cwd'] or '-'}  {row['first_prompt'] or '-'}"
         )
     print(f"{len(rows)} sessions")
     return 0
