@@ -497,3 +497,37 @@ async def test_init_asks_the_model_for_an_agents_file(driver: Driver) -> None:
         await until(pilot, lambda: ended(app, driver))
     (sent,) = kinds(driver, "user")
     assert str(sent["text"]).startswith("Write a starter AGENTS.md")
+
+
+async def test_ctrl_c_at_an_approval_stops_the_turn_and_denies(
+    driver: Driver, workspace: Path
+) -> None:
+    app = MissionControl(driver)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_and_send(pilot, app, script({"tools": [WRITE]}))
+        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.press("ctrl+c")
+        await until(pilot, lambda: ended(app, driver))
+        assert not isinstance(app.screen, ApprovalScreen) and app.is_running
+    assert [r["outcome"] for r in kinds(driver, "run_finished")] == ["cancelled"]
+    assert not (workspace / "a.txt").exists()
+
+
+async def test_resume_without_an_id_opens_the_picker_at_launch(
+    tmp_path: Path, workspace: Path
+) -> None:
+    first = make_driver(tmp_path, workspace)
+    app = MissionControl(first)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_and_send(pilot, app, "remember me")
+        await until(pilot, lambda: ended(app, first))
+    first.close()
+    second = make_driver(tmp_path, workspace)
+    app = MissionControl(second, pick_session=True)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: isinstance(app.screen, PickerScreen))
+            await pilot.press("enter")
+            await until(pilot, lambda: any(u.text == "remember me" for u in app.query(UserMessage)))
+    finally:
+        second.close()
