@@ -281,30 +281,33 @@ class MissionControl(App[int]):
         self.refresh_status()
         self.run_turn(prompt, self.control)
 
-    @work(group="turn", exclusive=False)
+    @work(group="turn", exit_on_error=False)
     async def run_shell(self, command: str) -> None:
-        self.control = TurnControl()  # Esc and Ctrl-C stop it like a turn
+        control = self.control = TurnControl()  # Esc and Ctrl-C stop it like a turn
         self.state = "running"
         self.refresh_status()
         await self.add(UserMessage(f"!{command}"))
         card = self.last_card = ToolCard("shell", command)
         await self.add(card)
-        with anyio.CancelScope() as scope:
-            self.control.scope = scope
-            outcome = await self.driver.shell(command, self)
-            card.update_state("completed" if outcome.ok else "failed", outcome.summary)
-            card.show_output(outcome.output, None)
-            card.collapsed = False
-        if scope.cancelled_caught:
-            card.update_state("failed", "interrupted")
-        self.close_approvals()
-        self.control = None
-        self.state = "idle"
-        self.refresh_status()
+        try:
+            with anyio.CancelScope() as control.scope:
+                outcome = await self.driver.shell(command, self)
+                card.update_state("completed" if outcome.ok else "failed", outcome.summary)
+                card.show_output(outcome.output, None)
+                card.collapsed = False
+            if control.scope.cancelled_caught:
+                card.update_state("failed", "interrupted")
+        except Exception:  # noqa: BLE001 - shown on the card, never a traceback on screen
+            card.update_state("failed", "the command could not be run")
+        finally:
+            self.close_approvals()
+            self.control = None
+            self.state = "idle"
+            self.refresh_status()
         if self.leaving is not None:
             self.exit(self.leaving)
 
-    @work(group="turn", exclusive=False)
+    @work(group="turn", exit_on_error=False)
     async def run_turn(self, prompt: str, control: TurnControl) -> None:
         await self.add(UserMessage(prompt))
         finished = await self.driver.turn(prompt, self, control)
@@ -320,9 +323,8 @@ class MissionControl(App[int]):
 
     async def end_turn(self, finished: RunFinished) -> None:
         self.close_approvals()
-        for message_id, message in self.streaming.items():
+        for message in self.streaming.values():  # never reconciled: keep what was shown
             await message.settle(message.shown, True)
-            del message_id
         self.streaming.clear()
         self.reconciling.clear()
         self.control = None
@@ -344,9 +346,11 @@ class MissionControl(App[int]):
 
     # ---- leaving ---------------------------------------------------------------------------
 
-    def exit(self, result: int | None = None, return_code: int = 0, message: object = None) -> None:
+    def exit(
+        self, result: int | None = None, return_code: int = 0, message: RenderableType | None = None
+    ) -> None:
         self.transcript = self.scrollback()
-        super().exit(result, return_code, message)  # type: ignore[arg-type]
+        super().exit(result, return_code, message)
 
     def scrollback(self) -> list[RenderableType]:
         """The conversation as plain renderables, printed after the inline app is gone so it
