@@ -116,6 +116,37 @@ def test_continue_attaches_the_latest_session_of_this_workspace(
     with pytest.raises(LaunchError) as caught:
         prepare(Launch(resume="0" * 32), env)
     assert "session_missing" in caught.value.explain()
+    assert "magi-code sessions list" in caught.value.explain()
+
+
+def test_the_command_lines_model_wins_over_a_resumed_sessions_choice(
+    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "settings.toml").write_text(
+        '[providers.fixture]\nwire_api = "fixture"\nmodels = ["fixture-model", "other-model"]\n'
+    )
+    driver = make_driver(tmp_path, workspace)
+    driver.new_session()
+    driver.select(None, "other-model")
+    assert driver.attachment is not None
+    driver.attachment.append(
+        {"type": "user", "run_id": "r", "message_id": "m", "text": "x"}, fsync=False
+    )
+    session_id = driver.attachment.session_id
+    driver.close()
+    monkeypatch.chdir(workspace)
+    env = {"MC_HOME": str(home)}
+    for launch, model in (
+        (Launch(resume=session_id), "other-model"),
+        (Launch(resume=session_id, model="fixture-model"), "fixture-model"),
+    ):
+        driver = prepare(launch, env)
+        try:
+            assert driver.model == model
+        finally:
+            driver.close()
 
 
 def test_an_unknown_model_is_a_startup_error_with_a_hint(tmp_path: Path) -> None:

@@ -125,3 +125,12 @@ def test_a_provider_without_a_key_names_the_login_command(tmp_path: Path) -> Non
     assert code == 1 and b"Traceback" not in out
     assert b"provider_unavailable" in out
     assert b"magi-code login remote" in out and b"MAGI_TEST_UNSET_KEY" in out
+
+
+def test_a_misspelled_model_setting_is_a_startup_error(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "settings.toml").write_text('model = "fixture-modle"\n')
+    code, out = run_in_pty([], tmp_path, home, {})
+    assert code == 1 and b"Traceback" not in out
+    assert b"model_unknown" in out and b"magi-code models" in out

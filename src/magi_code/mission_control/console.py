@@ -29,8 +29,6 @@ def prepare(launch: Launch, env: dict[str, str]) -> Driver:
     admitted, pruned = startup(os.getcwd(), env)
     driver = Driver(admitted)
     try:
-        if launch.provider or launch.model:
-            driver.select(launch.provider, launch.model)
         driver.grants.mode = launch.approval_mode  # type: ignore[assignment]
         resume = launch.resume
         if launch.continue_latest:
@@ -41,7 +39,11 @@ def prepare(launch: Launch, env: dict[str, str]) -> Driver:
             try:
                 driver.notices += driver.open_session(resume)
             except SessionError as failed:
-                raise LaunchError(f"session {failed.code}") from None
+                raise LaunchError(failed.code, "the session to resume cannot be opened") from None
+        if launch.provider or launch.model:  # the command line wins over a saved selection
+            driver.select(launch.provider, launch.model)
+        elif not driver.available(driver.provider, driver.model):
+            raise LaunchError("model_unknown", "the `model` setting names no model of its provider")
         if pruned:
             driver.notices.append(f"magi-code: removed {pruned} expired sessions")
     except BaseException:

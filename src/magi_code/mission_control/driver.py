@@ -61,6 +61,9 @@ HINTS = {
     "startup_failed": "check that MC_HOME is writable",
     "model_unknown": "pick one listed by `magi-code models`",
     "provider_unknown": "name a provider of the settings' [providers] table",
+    "session_missing": "`magi-code sessions list` shows the stored sessions",
+    "cwd_mismatch": "a session resumes in the workspace it was started in",
+    "session_busy": "another magi-code has it open",
 }
 
 
