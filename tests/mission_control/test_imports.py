@@ -71,3 +71,25 @@ def test_no_module_outside_mission_control_imports_the_ui() -> None:
             if any(name.split(".")[0] in UI for name in names):
                 offenders.append(str(path.relative_to(src)))
     assert offenders == [], json.dumps(offenders)
+
+
+def test_mission_control_launch_leaves_the_http_stack_for_the_first_turn(tmp_path: Path) -> None:
+    code = (
+        "import os, sys\n"
+        "from magi_code.mission_control.console import prepare\n"
+        "from magi_code.mission_control.driver import Launch\n"
+        "driver = prepare(Launch(), dict(os.environ))\n"
+        "import magi_code.mission_control.app\n"
+        "driver.close()\n"
+        "heavy = ('httpx2', 'httpcore2', 'mcp', 'openai')\n"
+        "print(repr(sorted(m for m in sys.modules if m.split('.')[0] in heavy)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=environment(tmp_path / "home"),
+        cwd=tmp_path,
+        check=True,
+    )
+    assert done.stdout.strip() == "[]"

@@ -240,12 +240,16 @@ class Driver:
         )
 
     def models(self) -> dict[str, list[str]]:
-        """Configured models per provider, then those discovered and cached (no request)."""
-        from magi_code.providers.catalog import load_cache
+        """Configured models per provider, then those discovered and cached (no request;
+        the catalog module, which brings the HTTP stack, loads only for a discovering one)."""
+        providers = self.admitted.settings.get("providers", {})
+        cache: dict[str, dict[str, object]] = {}
+        if any(isinstance(c, dict) and c.get("discover") is True for c in providers.values()):
+            from magi_code.providers.catalog import load_cache
 
-        cache = load_cache(Path(self.admitted.paths.home))
+            cache = load_cache(Path(self.admitted.paths.home))
         found: dict[str, list[str]] = {}
-        for provider, conf in self.admitted.settings.get("providers", {}).items():
+        for provider, conf in providers.items():
             if not isinstance(conf, dict):
                 continue
             listed = conf.get("models")
