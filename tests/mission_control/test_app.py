@@ -488,6 +488,10 @@ async def test_reasoning_is_shown_and_usage_reaches_the_status(driver: Driver) -
         assert driver.tally.session_input > 0 and driver.tally.session_output > 0
         status = str(app.query_one("#status").render())
         assert f"tokens {driver.tally.session_input:,} in" in status
+        tally = driver.tally
+        assert f"tokens this turn: {tally.turn_input:,} in, {tally.turn_output:,} out" in notices(
+            app
+        )
 
 
 async def test_init_asks_the_model_for_an_agents_file(driver: Driver) -> None:

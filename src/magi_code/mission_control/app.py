@@ -338,6 +338,9 @@ class MissionControl(App[int]):
             await self.say(f"{finished.outcome} ({why}); what was said so far is kept", kind)
         if finished.persistence != "durable":
             await self.say(f"history {finished.persistence}: not all of this turn was saved")
+        tally = self.driver.tally
+        if tally.turn_input or tally.turn_output:
+            await self.say(f"tokens this turn: {tally.turn_input:,} in, {tally.turn_output:,} out")
         self.refresh_status()
         if self.leaving is not None:
             self.exit(self.leaving)
