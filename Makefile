@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-streaming verify lint typecheck bench clean
+.PHONY: run test test-streaming verify lint typecheck bench bench-peer build fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,26 @@ verify: lint typecheck test
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# magi-code beside the Codex app-server on one mock provider; only this target needs npm.
+CODEX_VERSION ?= 0.171.0
+PEER := .cache/peer
+bench-peer: $(STAMP)
+	test -x $(PEER)/node_modules/.bin/codex || \
+		npm install --prefix $(PEER) --no-audit --no-fund @openai/codex@$(CODEX_VERSION)
+	$(BIN)/python -m bench.peer
+
+# A wheel and an sdist into dist/ (hatchling, in the isolated environment `build` makes).
+build: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+
+# Decoder fuzz targets (fuzz/targets.py) under atheris, FUZZ_SECONDS each; inputs that found
+# something land in fuzz/findings/. `make test` runs a few seconds of each without atheris.
+FUZZ_SECONDS ?= 60
+fuzz: $(STAMP)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[fuzz]'
+	FUZZ_SECONDS=$(FUZZ_SECONDS) $(BIN)/python -m fuzz
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

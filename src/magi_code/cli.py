@@ -14,6 +14,7 @@ TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initializ
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from magi_code.config.trust import Dropped
     from magi_code.mission_control.driver import Launch
 
 USAGE = """usage:
@@ -21,9 +22,11 @@ USAGE = """usage:
   magi-code resume [ID] [OPTIONS]  continue a stored session (a picker without ID)
   magi-code --prompt TEXT        run one prompt in Mission Control and exit with its outcome
   options: --continue (the latest session of this workspace), --model NAME, --provider NAME,
-           --approval-mode ask|edits|full, --version, -h/--help
+           --agent NAME (agent profile), --approval-mode ask|edits|full, --version, -h/--help
+  magi-code context [--agent NAME]         what the model is told, redacted, with sources
   magi-code serve --stdio        the local-agent protocol over inherited pipes
   magi-code login | logout | models [--refresh] [--json]
+  magi-code trust [PATH] | untrust [PATH]   (un)list a folder in the global trusted_projects
   magi-code mcp digest NAME      the digest to add to the global mcp.approved list
   magi-code sessions list [--json]
   magi-code sessions prune [--older-than DAYS] [--dry-run]
@@ -69,8 +72,15 @@ def main(argv: list[str] | None = None) -> int:
         return provider_command(args[0], args[1:])
     if args[:1] == ["sessions"]:
         return sessions_command(args[1:])
+    if args[:1] in (["trust"], ["untrust"]) and len(args) <= 2:
+        return trust_command(args[0], args[1] if len(args) == 2 else os.getcwd())
     if len(args) == 3 and args[:2] == ["mcp", "digest"]:
         return mcp_digest(args[2])
+    agent, rest = agent_option(args)
+    if agent == "":
+        return refuse("--agent needs a profile name")
+    if rest == ["context"]:
+        return context_command(agent)
     launch = mission_control_options(args)
     if launch is None:
         return refuse("unknown arguments")
@@ -81,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     return run(launch)
 
 
-VALUED = {"--prompt": "prompt", "--model": "model", "--provider": "provider"}
+VALUED = {"--prompt": "prompt", "--model": "model", "--provider": "provider", "--agent": "agent"}
 APPROVAL_MODES = ("ask", "edits", "full")
 
 
@@ -117,6 +127,20 @@ def mission_control_options(args: list[str]) -> Launch | None:
     return Launch(**fields)  # type: ignore[arg-type]
 
 
+def agent_option(args: list[str]) -> tuple[str | None, list[str]]:
+    """`--agent NAME` (or `--agent=NAME`) taken out of `args`, once; its name checked later.
+    The text after `--prompt` is the prompt, never an option."""
+    index = 0
+    while index < len(args):
+        word = args[index]
+        if word == "--agent" and index + 1 < len(args):
+            return args[index + 1], args[:index] + args[index + 2 :]
+        if word.startswith("--agent="):
+            return word.partition("=")[2], args[:index] + args[index + 1 :]
+        index += 2 if word == "--prompt" else 1
+    return None, args
+
+
 def serve(rest: list[str]) -> int:
     if sys.platform == "win32":
         return refuse("serve is not supported on Windows")
@@ -129,6 +153,29 @@ def serve(rest: list[str]) -> int:
     return run()
 
 
+def context_command(agent: str | None) -> int:
+    """Print what the model would be told here, redacted, with its sources; writes nothing."""
+    from magi_code.config import paths, settings
+    from magi_code.context import loader, profiles
+    from magi_code.context.show import render
+    from magi_code.tools.builtin import builtin_tools
+
+    home = os.path.realpath(paths.resolve_home(os.environ))
+    cwd = os.path.realpath(os.getcwd())
+    try:
+        loaded = settings.load_layers(paths.Paths(home).settings, paths.project_settings(cwd))
+        context = loader.load(home, cwd, loaded, agent=agent)
+    except (settings.SettingsError, loader.ContextSettingsError):
+        return refuse("the settings are not valid")
+    except profiles.ProfileError as exc:
+        print(f"magi-code: profile_invalid: {exc}", file=sys.stderr)
+        return 1
+    names = [*builtin_tools(), *([loader.SKILL_TOOL] if context.skills else [])]
+    tools = [name for name in names if loader.offers(context.profile, name)]
+    print(render(context, trusted=loaded.trusted, tools=tools))
+    return 0
+
+
 def mcp_digest(name: str) -> int:
     """Print the canonical digest of MCP server NAME as the merged settings define it."""
     from magi_code.config import paths, settings
@@ -136,10 +183,13 @@ def mcp_digest(name: str) -> int:
 
     home = paths.resolve_home(os.environ)
     try:
-        conf = settings.load(paths.Paths(home).settings, paths.project_settings(os.getcwd()))
+        loaded = settings.load_layers(
+            paths.Paths(home).settings, paths.project_settings(os.getcwd())
+        )
     except settings.SettingsError:
         return refuse("the settings are not valid")
-    servers = conf.get("mcp", {}).get("servers", {})
+    warn_dropped(loaded.dropped)
+    servers = loaded.settings.get("mcp", {}).get("servers", {})
     if not isinstance(servers, dict) or not isinstance(servers.get(name), dict):
         return refuse("no MCP server of that name in the settings")
     print(canonical_digest(name, servers[name]))
@@ -154,15 +204,49 @@ def provider_command(name: str, rest: list[str]) -> int:
     from magi_code.providers import commands
 
     home = paths.resolve_home(os.environ)
-    if name == "login":
-        return commands.login(rest, Path(home))
     if name == "logout":
         return commands.logout(rest, Path(home))
     try:
-        conf = settings.load(paths.Paths(home).settings, paths.project_settings(os.getcwd()))
+        if name == "login":  # a credential only for what the global settings or presets define
+            known = settings.base_layers(settings.read_toml(paths.Paths(home).settings))
+            return commands.login(rest, Path(home), known["providers"])
+        loaded = settings.load_layers(
+            paths.Paths(home).settings, paths.project_settings(os.getcwd())
+        )
     except settings.SettingsError:
         return refuse("the settings are not valid")
-    return commands.models(rest, Path(home), conf)
+    warn_dropped(loaded.dropped)
+    return commands.models(rest, Path(home), loaded.settings, loaded.base["providers"])
+
+
+def warn_dropped(dropped: list[Dropped]) -> None:
+    for key in dropped:
+        print(f"magi-code: {key.warning()}", file=sys.stderr)
+
+
+def trust_command(verb: str, folder: str) -> int:
+    """`trust`/`untrust [PATH]`: edit the GLOBAL `permissions.trusted_projects`, no prompt."""
+    from magi_code.config import paths, trust_file
+
+    if not os.path.isdir(folder):
+        return refuse("trust and untrust take an existing folder")
+    settings_file = paths.Paths(paths.resolve_home(os.environ)).settings
+    canonical = os.path.realpath(folder)
+    try:
+        if verb == "trust":
+            changed = trust_file.trust(settings_file, canonical)
+            print(f"{'Trusted' if changed else 'Already trusted'}: {canonical}", file=sys.stderr)
+            return 0
+        changed = trust_file.untrust(settings_file, canonical)
+        through = trust_file.trusted_through(settings_file, canonical)
+    except trust_file.TrustFileError as failed:
+        print(f"magi-code {verb}: {failed}", file=sys.stderr)
+        return 1
+    if through is not None:
+        print(f"Still trusted through {through}: untrust that folder", file=sys.stderr)
+        return 1
+    print(f"{'No longer trusted' if changed else 'Was not trusted'}: {canonical}", file=sys.stderr)
+    return 0
 
 
 def sessions_command(rest: list[str]) -> int:
@@ -250,7 +334,7 @@ def list_sessions(directory: Path, *, as_json: bool) -> int:
                 "%Y-%m-%dT%H:%M:%SZ"
             ),
             "size": stored.size,
-            "state": "durable" if stored.durable else "empty",
+            "state": "invalid" if stored.invalid else "durable" if stored.durable else "empty",
             "attached": stored.attached,
             "cwd": stored.cwd,
             "first_prompt": stored.first_prompt,

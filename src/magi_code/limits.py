@@ -28,12 +28,14 @@ NAME_BYTES = 256
 PROMPT_BYTES = 16_384
 HISTORY_CHUNK_BYTES = 16_384
 LIVE_CHUNK_BYTES = 4000
+LIVE_REDACTION_HOLD_CHARS = 4096  # live text held back while it may still become a secret
 HISTORY_PAGE_BYTES = 32_768
 HISTORY_PAGE_ENTRIES = 100
 HISTORY_SNAPSHOT_BYTES = 8 * 1024 * 1024
 HISTORY_SNAPSHOT_PARTS = 10_000
 STORED_HISTORY_BYTES = 64 * 1024 * 1024
 STORED_HISTORY_LINES = 100_000
+HISTORY_NEAR_SHARE = 0.9  # of any history bound above: warn the client; fold at a compaction
 SESSION_ID_BYTES = 64
 DEFAULT_RETENTION_DAYS = 30  # CLI retention; 0 disables the automatic sweep
 
@@ -52,6 +54,23 @@ ERROR_BODY_BYTES = 64 * 1024
 ERROR_BODY_DEADLINE_S = 10.0
 STREAM_INACTIVITY_S = 180.0
 DISCOVERY_CACHE_S = 24 * 60 * 60
+
+# Context: what the model is told (instructions, skills, agent profiles)
+INSTRUCTION_FILE_BYTES = 64 * 1024  # one instruction file (AGENTS.md, profile body, extra path)
+INSTRUCTIONS_TOTAL_BYTES = 256 * 1024  # every instruction source together
+FRONT_MATTER_BYTES = 8 * 1024  # the front matter of one SKILL.md or profile, read at startup
+SKILL_NAME_CHARS = 64  # Agent Skills spec
+SKILL_DESCRIPTION_CHARS = 1024  # Agent Skills spec
+SKILLS_LISTED = 200  # skills whose names and descriptions the model is shown
+SKILL_LISTING_BYTES = 64 * 1024  # the whole listing of skills in the instructions
+SKILL_BODY_BYTES = 64 * 1024  # one SKILL.md as the skill tool returns it
+SKILL_RESOURCES_LISTED = 100  # resource files the skill tool names
+SKILLS_SCANNED = 1000  # skill folders looked at in one scope
+PROFILES_SCANNED = 1000  # profile files looked at in one scope
+PROFILE_NAME_CHARS = 64  # agent profile names, like skill names
+
+# Settings files: tables and arrays nested deeper than this are refused (configuration_invalid)
+SETTINGS_DEPTH = 32
 
 # Mission Control (the terminal face)
 UI_FRAME_MS = 50  # streamed text reaches the screen at most this often (20 frames a second)

@@ -1,15 +1,19 @@
 """Secret-looking strings, found and masked: the one redactor of magi-code.
 
-Everything a face shows or stores for display passes through `redact`: deltas,
-reconciliation, summaries, diagnostics, projected history, status names. It is a net, not
-a proof: it masks well-known credential shapes, bearer/basic tokens, key=value secrets,
-URL passwords and PEM private keys, and never returns or logs what it masked.
+Everything a face shows or stores for display passes through `redact`: reconciliation,
+summaries, diagnostics, projected history, status names. A live stream of deltas passes
+through a `LiveRedactor`, which holds back what a later delta could turn into a secret, so
+a secret split across deltas is never shown, not even for a moment. It is a net, not a
+proof: it masks well-known credential shapes, bearer/basic tokens, key=value secrets, URL
+passwords and PEM private keys, and never returns or logs what it masked.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+
+from magi_code.limits import LIVE_REDACTION_HOLD_CHARS
 
 REDACTED = "[REDACTED]"
 
@@ -89,3 +93,120 @@ def redact(text: str) -> str:
 
 def looks_secret(text: str) -> bool:
     return redact(text) != text
+
+
+# A cut goes back to the start of the word it falls in (exactly as `redact` sees the whole
+# text) unless that word is longer than this; then it may fall inside the word, at least
+# _LOOKAHEAD_CHARS from the end: more than any secret needs before it matches, but for the
+# open shapes (a URL's userinfo, a JWT) that `_open_secret` holds back.
+_WORD_CHARS = 256
+_LOOKAHEAD_CHARS = 80  # > a PEM header ("-----BEGIN" + 40 + " PRIVATE KEY-----") or a token
+_PEM_HEADER_CHARS = 66
+_LAST_BREAK = re.compile(r"\s(?=\S*\Z)")  # the last whitespace before the end (linear)
+_JOINERS = "=:\"'"  # with whitespace, what may stand between a keyword and its secret
+_KEYWORDS = (
+    *_BEARER_MARKS,
+    *("password", "passwd", "pwd", "secret", "auth"),
+    *("apikey", "api_key", "api-key", "accesskey", "access_key", "access-key"),
+)
+_SCHEME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+_JWT = re.compile(r"(?<![A-Za-z0-9])eyJ[A-Za-z0-9_.-]*+\Z")
+
+
+def _secret_spans(text: str) -> list[tuple[int, int]]:
+    p, lower = patterns(), text.lower()
+    found = [p.pem] if "PRIVATE KEY-----" in text else []
+    if "://" in text and "@" in text:
+        found.append(p.url_password)
+    if any(mark in lower for mark in _BEARER_MARKS):
+        found.append(p.bearer)
+    if any(mark in lower for mark in _KEY_MARKS):
+        found.append(p.key_value)
+    if any(mark in text for mark in _TOKEN_MARKS):
+        found.append(p.tokens)
+    return [match.span() for pattern in found for match in pattern.finditer(text)]
+
+
+def _word_start(text: str, cut: int) -> int:
+    word = _LAST_BREAK.search(text, 0, cut)
+    start = word.end() if word else 0
+    return start if cut - start <= _WORD_CHARS else min(cut, len(text) - _LOOKAHEAD_CHARS)
+
+
+def _keyword_start(lower: str, cut: int) -> int:
+    """Not right after a keyword that a secret may follow ("password = ", "Bearer "), nor
+    inside one (`lower` is the text lowercased)."""
+    end = cut
+    while end > 0 and (lower[end - 1].isspace() or lower[end - 1] in _JOINERS):
+        end -= 1
+    if lower.endswith(_KEYWORDS, 0, end):
+        return min(end - len(k) for k in _KEYWORDS if lower.endswith(k, 0, end))
+    longest = max(map(len, _KEYWORDS))
+    for keyword in _keyword_pattern().finditer(lower, max(0, cut - longest), cut + longest):
+        if keyword.start() < cut < keyword.end():
+            return keyword.start()
+    return cut
+
+
+@functools.cache
+def _keyword_pattern() -> re.Pattern[str]:
+    return re.compile("|".join(sorted(map(re.escape, _KEYWORDS), key=len, reverse=True)))
+
+
+def _open_secret(text: str, cut: int) -> int:
+    """Not after the start of a secret that is still open: a PEM header not yet complete, a
+    URL whose userinfo has not ended, a JWT still going on."""
+    header = text.find("-----BEGIN", max(0, len(text) - _PEM_HEADER_CHARS))
+    if 0 <= header < cut:
+        cut = header
+    url = text.rfind("://")
+    if url >= 0 and not any(c.isspace() or c == "/" for c in text[url + 3 :]):
+        scheme = url
+        while scheme > max(0, url - 32) and text[scheme - 1] in _SCHEME:
+            scheme -= 1
+        cut = min(cut, scheme)
+    jwt = _JWT.search(text, max(0, cut - _WORD_CHARS - _LOOKAHEAD_CHARS))
+    return min(cut, jwt.start()) if jwt else cut
+
+
+def _safe_cut(text: str) -> int:
+    """The longest prefix of `text` that nothing appended later can make part of a secret:
+    it ends where a word starts (or deep inside a very long word), not inside or right
+    after a keyword, not after the start of an open secret, and never inside a secret
+    already there that reaches the end (it may go on)."""
+    spans, lower = _secret_spans(text), text.lower()
+    cut = len(text)
+    while True:
+        moved = _open_secret(text, _keyword_start(lower, _word_start(text, cut)))
+        last = len(text) - 1  # a secret ending here or at the end may still grow
+        moved = min([moved, *(a for a, b in spans if a < moved and (moved < b or b >= last))])
+        if moved == cut:
+            return cut
+        cut = moved
+
+
+class LiveRedactor:
+    """Redacts a text that arrives in pieces. `feed` returns the redacted part that no later
+    piece can change and holds back the rest (the last word, and what may begin a secret);
+    `end` returns the rest, redacted. Joined, they show what `redact` shows for the whole
+    text (words longer than _WORD_CHARS may be cut, and then masked more, never less). A
+    held-back part longer than LIVE_REDACTION_HOLD_CHARS (a secret still open, a very long
+    word) silences the stream for the rest of the text: the reconciled copy shows it."""
+
+    def __init__(self) -> None:
+        self._held = ""
+        self._silenced = False
+
+    def feed(self, text: str) -> str:
+        if self._silenced:
+            return ""
+        self._held += text
+        cut = _safe_cut(self._held)
+        shown, self._held = self._held[:cut], self._held[cut:]
+        if len(self._held) > LIVE_REDACTION_HOLD_CHARS:
+            self._held, self._silenced = "", True
+        return redact(shown) if shown else ""
+
+    def end(self) -> str:
+        rest, self._held = self._held, ""
+        return "" if self._silenced or not rest else redact(rest)

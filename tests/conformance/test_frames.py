@@ -258,3 +258,16 @@ def test_broken_output_exits_1(workspace: Path, home: Path) -> None:
     process.stdin.flush()
     assert process.wait(timeout=15) == 1
     assert process.stderr is not None and process.stderr.read() == b""
+
+
+def test_status_is_answered_promptly_after_a_worst_case_frame(spawn: Spawn) -> None:
+    """A frame that opens a string and then holds only escaped quotes once stalled the
+    single-threaded loop for seconds in the nesting pre-check."""
+    child = spawn()
+    initialize(child)
+    worst = b'"' + b'\\"' * ((limits.FRAME_BYTES - 1) // 2)
+    started = time.monotonic()
+    child.send_raw(worst + b"\n")
+    assert child.request("status", timeout=5)["readiness"] == "ready"
+    assert time.monotonic() - started < 1.0
+    assert error_of(child, None) == "invalid_request"

@@ -254,7 +254,7 @@ def test_history_is_busy_during_a_run(spawn: Spawn) -> None:
     child = spawn()
     sid = attach(child)
     revision = child.request("session.open", {"session_id": sid})["revision"]
-    run_id = start(child, sid, script({"text": "x", "hang": True}))
+    run_id = start(child, sid, script({"text": "x ", "hang": True}))
     until(child, "message.delta")
     fails(child, "history.page", {"session_id": sid, "revision": revision}, "busy")
     child.request("turn.cancel", {"session_id": sid, "run_id": run_id})

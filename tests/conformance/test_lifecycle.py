@@ -9,6 +9,7 @@ import pytest
 
 from magi_code import limits
 from magi_code.client import ErrorResponse
+from magi_code.config import trust_file
 
 from .conftest import Spawn, initialize
 
@@ -196,7 +197,11 @@ def test_startup_failure_codes(spawn: Spawn, home: Path, settings: str, code: st
     assert again.value.code == "already_initialized"
 
 
-def test_project_settings_from_exact_cwd(spawn: Spawn, workspace: Path) -> None:
+def test_project_settings_from_exact_cwd(spawn: Spawn, workspace: Path, home: Path) -> None:
+    # In a trusted folder the project's choice stands (an untrusted one's unknown profile is
+    # dropped instead: tests/conformance/test_trust.py).
+    home.mkdir(parents=True, exist_ok=True)
+    trust_file.trust(str(home / "settings.toml"), str(workspace))
     (workspace / ".magi-code").mkdir()
     (workspace / ".magi-code" / "settings.toml").write_text('agent = "missing"\n')
     child = spawn()

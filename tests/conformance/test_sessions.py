@@ -364,7 +364,7 @@ def test_open_and_create_while_a_run_is_active_are_busy(
     other = new_sid()
     write(home, other, header(other, workspace))
     sid = child.request("session.create")["session_id"]
-    run_id = start(child, sid, script({"text": "working", "hang": True}))
+    run_id = start(child, sid, script({"text": "working ", "hang": True}))
     until(child, "message.delta")
     fails(child, "session.open", {"session_id": other}, "busy")
     fails(child, "session.open", {"session_id": sid}, "busy")

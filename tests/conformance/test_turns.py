@@ -88,7 +88,7 @@ def test_turn_start_identity_errors(spawn: Spawn) -> None:
 def test_busy_while_a_run_is_active_and_cancel(spawn: Spawn) -> None:
     child = spawn()
     sid = attach(child)
-    run_id = start(child, sid, script({"text": "streaming", "hang": True}))
+    run_id = start(child, sid, script({"text": "streaming ", "hang": True}))
     until(child, "message.delta")
     assert child.request("status")["run_id"] == run_id
     assert child.request("status")["state"] == "running"
@@ -111,7 +111,7 @@ def test_busy_while_a_run_is_active_and_cancel(spawn: Spawn) -> None:
     assert (finished["outcome"], finished["persistence"]) == ("cancelled", "durable")
     partial = [e.data for e in events if e.name == "message.reconcile"]
     assert partial and partial[-1]["partial"] is True and partial[-1]["last_part"] is True
-    assert "".join(p["text"] for p in partial) == "streaming"
+    assert "".join(p["text"] for p in partial) == "streaming "
     with pytest.raises(ErrorResponse) as finished_run:
         child.request("turn.cancel", cancel)
     assert finished_run.value.code == "stale_run"
@@ -397,7 +397,7 @@ def test_a_later_append_failure_is_degraded(workspace: Path, home: Path) -> None
 def test_shutdown_during_a_run_still_ends_it(spawn: Spawn) -> None:
     child = spawn()
     sid = attach(child)
-    run_id = start(child, sid, script({"text": "working", "hang": True}))
+    run_id = start(child, sid, script({"text": "working ", "hang": True}))
     until(child, "message.delta")
     assert child.request("shutdown") == {"state": "stopping"}
     finished = until(child, "run.finished")[-1].data

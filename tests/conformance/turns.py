@@ -1,7 +1,10 @@
 """Helpers for turn conformance tests: an attached child, scripted prompts, event capture."""
 
 import json
-from typing import Any
+import subprocess
+import threading
+from collections.abc import Iterator
+from typing import IO, Any
 
 from magi_code.client import Event, LocalAgentClient
 
@@ -60,3 +63,38 @@ def pages(child: LocalAgentClient, session_id: str, revision: str) -> list[dict[
         cursor = page["next_cursor"]
         if cursor is None:
             return out
+
+
+class _Gate:
+    """The child's stdout, read only while `open` is set (as a busy UI stops reading)."""
+
+    def __init__(self, stream: IO[bytes], open_: threading.Event) -> None:
+        self.stream, self.open = stream, open_
+
+    def __iter__(self) -> Iterator[bytes]:
+        while self.open.wait() and (line := self.stream.readline()):
+            yield line
+
+    def close(self) -> None:
+        self.open.set()
+        self.stream.close()
+
+
+class PausableClient(LocalAgentClient):
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.reading = threading.Event()
+        self.reading.set()
+        assert process.stdout is not None
+        process.stdout = _Gate(process.stdout, self.reading)  # type: ignore[assignment]
+        super().__init__(process)
+
+
+def delta_parts(events: list[Event]) -> dict[str, list[tuple[int, str]]]:
+    """Per message, its deltas' (part, text) in arrival order."""
+    parts: dict[str, list[tuple[int, str]]] = {}
+    for event in events:
+        if event.name == "message.delta":
+            parts.setdefault(event.data["message_id"], []).append(
+                (event.data["part"], event.data["text"])
+            )
+    return parts

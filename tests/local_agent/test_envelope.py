@@ -1,11 +1,12 @@
 """Envelope validation as a pure function of one frame's bytes."""
 
 import json
+import time
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from magi_code.limits import ID_BYTES, JSON_DEPTH
+from magi_code.limits import FRAME_BYTES, ID_BYTES, JSON_DEPTH
 from magi_code.local_agent.envelope import (
     Rejection,
     Request,
@@ -36,6 +37,46 @@ def test_nesting_ignores_brackets_in_strings() -> None:
     assert nesting_exceeds(b"[" * (JSON_DEPTH + 1) + b"]" * (JSON_DEPTH + 1))
     assert not nesting_exceeds(b"[" * JSON_DEPTH + b"]" * JSON_DEPTH)
     assert not nesting_exceeds(json.dumps(["\\", '\\"[[[']).encode())
+    assert not nesting_exceeds(b'"[[[' + b"[" * JSON_DEPTH)  # an unterminated string
+    assert nesting_exceeds(b'["\\\\",' + b"[" * JSON_DEPTH)  # an escaped backslash ends
+    assert not nesting_exceeds(b'["\\\\\\"' + b"[" * JSON_DEPTH)  # ... an escaped quote not
+
+
+def filled(unit: bytes, head: bytes = b"") -> bytes:
+    """`head`, then `unit` repeated up to a frame of exactly FRAME_BYTES."""
+    body = head + unit * ((FRAME_BYTES - len(head)) // len(unit))
+    return body + b"x" * (FRAME_BYTES - len(body))
+
+
+ENVELOPE_HEAD = (
+    b'{"protocol":"magi-code.local-agent","version":1,"id":"a","method":"m","params":{"p":'
+)
+WORST_FRAMES = [  # escaped quotes in an open string once made the pre-check quadratic
+    filled(b'\\"', b'"'),
+    filled(b'\\"', ENVELOPE_HEAD + b'"'),
+    filled(b'"\\'),
+    filled(b'["'),
+    filled(b'"",'),
+    filled(b"[]"),
+]
+
+
+def best_time(data: bytes) -> float:
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        parse_request(data)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def test_every_check_is_linear_in_the_frame() -> None:
+    plain = ENVELOPE_HEAD + b'"' + b"a" * (FRAME_BYTES - len(ENVELOPE_HEAD) - 4) + b'"}}'
+    assert len(plain) == FRAME_BYTES and isinstance(parse_request(plain), Request)
+    budget = 10 * best_time(plain) + 0.05
+    for worst in WORST_FRAMES:
+        assert len(worst) == FRAME_BYTES
+        assert best_time(worst) <= budget, worst[:16]
 
 
 @given(st.binary(max_size=200))

@@ -5,7 +5,13 @@ import json
 import pytest
 
 from magi_code.limits import FRAME_BYTES, OUTPUT_DEADLINE_MS, PENDING_OUTPUT_FRAMES
-from magi_code.local_agent.output import FrameEncoder, OutputFailed, OutputQueue, OversizeFrame
+from magi_code.local_agent.output import (
+    FrameEncoder,
+    OutputFailed,
+    OutputQueue,
+    OversizeFrame,
+    UnencodableFrame,
+)
 
 
 def test_seq_increases_and_skips_nothing_on_oversize() -> None:
@@ -74,3 +80,19 @@ def test_broken_pipe_is_output_failure() -> None:
 
     with pytest.raises(OutputFailed):
         queue.write_some(broken)
+
+
+def test_text_that_is_not_unicode_is_refused_and_spends_no_seq() -> None:
+    encoder = FrameEncoder("i")
+    with pytest.raises(UnencodableFrame):
+        encoder.event("message.delta", {"text": "a\ud800b"})
+    assert json.loads(encoder.error("c", "busy"))["seq"] == 1
+
+
+def test_run_events_take_only_the_lower_half() -> None:
+    queue = OutputQueue()
+    for _ in range(PENDING_OUTPUT_FRAMES // 2 - 1):
+        queue.push(b"x\n", 0.0)
+    assert queue.takes_events()
+    queue.push(b"x\n", 0.0)
+    assert not queue.takes_events()

@@ -81,7 +81,10 @@ def test_approval_requires_every_enabled_digest() -> None:
 
 def test_a_project_cannot_approve_the_server_it_enables(tmp_path: Path) -> None:
     digest = canonical_digest("files", FILES)
-    project = tmp_path / "project.toml"
+    project = tmp_path / "ws" / ".magi-code" / "settings.toml"  # in a trusted folder
+    project.parent.mkdir(parents=True)
+    trusted = f'[permissions]\ntrusted_projects = ["{tmp_path / "ws"}"]\n'
+    (tmp_path / "global.toml").write_text(trusted)
     project.write_text(
         f'[mcp]\napproved = ["{digest}"]\n[mcp.servers.files]\ncommand = "python"\n'
         'args = ["-m", "srv"]\nenv = { K = "v" }\nenabled = true\n'
@@ -91,7 +94,7 @@ def test_a_project_cannot_approve_the_server_it_enables(tmp_path: Path) -> None:
     assert servers["files"].digest == digest
     with pytest.raises(McpUnavailable):
         require_approved(servers, approved_digests(conf))
-    (tmp_path / "global.toml").write_text(f'[mcp]\napproved = ["{digest}"]\n')
+    (tmp_path / "global.toml").write_text(f'{trusted}[mcp]\napproved = ["{digest}"]\n')
     conf = settings.load(str(tmp_path / "global.toml"), str(project))
     require_approved(enabled_servers(conf), approved_digests(conf))
 

@@ -59,8 +59,14 @@ def test_project_enabling_and_approving_itself_is_refused(
 ) -> None:
     definition = server_def("ok")
     write_settings(tmp_path / ".magi-code", "echo", definition, approve=True)  # project file
-    with pytest.raises(StartupError) as caught:
-        admit(str(tmp_path), {"MC_HOME": str(tmp_path / "home")})
+    env = {"MC_HOME": str(tmp_path / "home")}
+    untrusted = admit(str(tmp_path), env)  # an untrusted folder's definitions are dropped
+    assert untrusted.mcp is None and pid_of(definition) is None
+    (tmp_path / "home" / "settings.toml").write_text(
+        f'[permissions]\ntrusted_projects = ["{tmp_path}"]\n'
+    )
+    with pytest.raises(StartupError) as caught:  # trusted, it still cannot approve itself
+        admit(str(tmp_path), env)
     assert caught.value.code == "mcp_unavailable"
     assert pid_of(definition) is None
 

@@ -100,7 +100,7 @@ def run_in_pty(
         while time.monotonic() < deadline and terminal.process.poll() is None:
             terminal.pump(0.05)
             for question, answer in list(answers.items()):
-                if question.decode() in terminal.text():
+                if question.decode().rstrip() in terminal.text():
                     terminal.settle(APPROVAL_ARM_MS / 1000 + 0.1)  # a typed-ahead key is no answer
                     terminal.send(answer)
                     del answers[question]

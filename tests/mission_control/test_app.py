@@ -92,17 +92,17 @@ async def test_esc_cancels_keeps_the_partial_reply_and_the_session_goes_on(
 ) -> None:
     app = MissionControl(driver)
     async with app.run_test(size=SIZE) as pilot:
-        await type_and_send(pilot, app, script({"text": "partial words", "hang": True}))
+        await type_and_send(pilot, app, script({"text": "partial words ", "hang": True}))
         await until(pilot, lambda: any(m.shown for m in app.query(AssistantMessage)))
         await pilot.press("escape")
         await until(pilot, lambda: idle(app))
         assert "cancelled" in notices(app)
-        assert "partial words" in [m.shown for m in app.query(AssistantMessage)]
+        assert "partial words " in [m.shown for m in app.query(AssistantMessage)]
         await type_and_send(pilot, app, "again")
         await until(pilot, lambda: idle(app) and len(kinds(driver, "run_finished")) == 2)
     outcomes = [r["outcome"] for r in kinds(driver, "run_finished")]
     assert outcomes == ["cancelled", "completed"]
-    assert kinds(driver, "assistant_chunk")[0]["text"] == "partial words"
+    assert kinds(driver, "assistant_chunk")[0]["text"] == "partial words "
 
 
 async def test_first_ctrl_c_stops_the_turn_second_at_an_empty_prompt_quits(
@@ -110,7 +110,7 @@ async def test_first_ctrl_c_stops_the_turn_second_at_an_empty_prompt_quits(
 ) -> None:
     app = MissionControl(driver)
     async with app.run_test(size=SIZE) as pilot:
-        await type_and_send(pilot, app, script({"text": "busy", "hang": True}))
+        await type_and_send(pilot, app, script({"text": "busy ", "hang": True}))
         await until(pilot, lambda: app.control is not None and driver.attachment)
         await until(pilot, lambda: kinds(driver, "user"))
         await pilot.press("ctrl+c")
@@ -137,7 +137,7 @@ async def test_ctrl_d_quits_only_at_an_empty_prompt(driver: Driver) -> None:
 async def test_quitting_during_a_turn_ends_the_session_truthfully(driver: Driver) -> None:
     app = MissionControl(driver)
     async with app.run_test(size=SIZE) as pilot:
-        await type_and_send(pilot, app, script({"text": "busy", "hang": True}))
+        await type_and_send(pilot, app, script({"text": "busy ", "hang": True}))
         await until(pilot, lambda: driver.attachment and kinds(driver, "user"))
         app.leave(0)
         await until(pilot, lambda: not app.is_running)
@@ -319,7 +319,7 @@ async def test_prompt_mode_exits_with_the_runs_outcome(tmp_path: Path, workspace
             driver.close()
         assert app.return_value == code
     driver = make_driver(tmp_path, workspace)
-    app = MissionControl(driver, prompt=script({"text": "x", "hang": True}))
+    app = MissionControl(driver, prompt=script({"text": "x ", "hang": True}))
     try:
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: app.query(AssistantMessage))

@@ -46,7 +46,7 @@ def test_a_session_on_a_real_terminal(tmp_path: Path) -> None:
         wait_turns(terminal, home, 1)
         assert (workspace / "a.txt").read_text() == "bye world\n"
 
-        terminal.send(prompt({"text": "streaming along", "deltas": 2, "hang": True}) + "\r")
+        terminal.send(prompt({"text": "streaming along ", "deltas": 2, "hang": True}) + "\r")
         terminal.wait_for("streaming along")
         terminal.send("\x1b")
         terminal.wait_for("cancelled")

@@ -3,7 +3,9 @@
 Each `Reply` can stream its body in chunks (close-delimited, or framed as HTTP/1.1 chunked
 transfer coding), stall, drop the connection before the body is complete, or hang until the
 client goes away; the server records every request and whether the client closed a hanging
-connection. Small writes go out at once (no Nagle), so a drip reaches the client as a drip.
+connection, and counts the TCP connections it accepted (a reply may keep its connection
+alive for the next request). Small writes go out at once (no Nagle), so a drip reaches the
+client as a drip.
 """
 
 import json
@@ -26,6 +28,7 @@ class Reply:
     content_length: bool = False
     chunked: bool = False  # frame each chunk with transfer-encoding: chunked
     drop: bool = False  # close the connection after the chunks, before the body's end
+    keep_alive: bool = False  # leave the connection open for the next request (framed bodies)
 
     @staticmethod
     def json(value: object, status: int = 200) -> "Reply":
@@ -49,6 +52,8 @@ class LocalServer:
     def __init__(self) -> None:
         self.replies: dict[str, deque[Reply]] = {}
         self.requests: list[Seen] = []
+        self.connections = 0  # TCP connections accepted
+        self.disconnects = 0  # ... and ended, by either side
         self.client_closed = threading.Event()
         self.stop = threading.Event()
         server = self
@@ -61,7 +66,12 @@ class LocalServer:
 
             def setup(self) -> None:
                 super().setup()
+                server.connections += 1
                 self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+            def finish(self) -> None:
+                super().finish()
+                server.disconnects += 1
 
             def do_GET(self) -> None:
                 self._answer()
@@ -83,7 +93,7 @@ class LocalServer:
                 )
                 queue = server.replies.get(path)
                 reply = queue.popleft() if queue else Reply(404, [b"no script"])
-                self.close_connection = True
+                self.close_connection = not reply.keep_alive
                 self.send_response(reply.status)
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
@@ -91,7 +101,8 @@ class LocalServer:
                     self.send_header("content-length", str(sum(map(len, reply.chunks))))
                 if reply.chunked:
                     self.send_header("transfer-encoding", "chunked")
-                self.send_header("connection", "close")
+                if not reply.keep_alive:
+                    self.send_header("connection", "close")
                 self.end_headers()
                 try:
                     for chunk in reply.chunks:

@@ -45,15 +45,26 @@ async def test_fresh_cache_is_used_and_refresh_bypasses_it(
 ) -> None:
     store = CredentialStore(tmp_path)
     server.script("/v1/models", listing("a", "b"), listing("c"))
-    first = await build_catalog(conf(server), tmp_path, store, {}, policy=POLICY, now=1000.0)
+    first = await build_catalog(
+        conf(server), tmp_path, store, {}, sent_to=conf(server), policy=POLICY, now=1000.0
+    )
     assert discovered(first.cards) == ["a", "b"] and first.failed == []
     assert first.cards[0] == {"provider": "local", "model": "pinned", "source": "configured"}
     # within the cache's life: no request
     edge = 1000.0 + DISCOVERY_CACHE_S - 1
-    cached = await build_catalog(conf(server), tmp_path, store, {}, policy=POLICY, now=edge)
+    cached = await build_catalog(
+        conf(server), tmp_path, store, {}, sent_to=conf(server), policy=POLICY, now=edge
+    )
     assert discovered(cached.cards) == ["a", "b"] and len(server.requests) == 1
     refreshed = await build_catalog(
-        conf(server), tmp_path, store, {}, refresh=True, policy=POLICY, now=edge
+        conf(server),
+        tmp_path,
+        store,
+        {},
+        refresh=True,
+        policy=POLICY,
+        now=edge,
+        sent_to=conf(server),
     )
     assert discovered(refreshed.cards) == ["c"] and refreshed.refreshed
     assert len(server.requests) == 2
@@ -62,9 +73,17 @@ async def test_fresh_cache_is_used_and_refresh_bypasses_it(
 async def test_stale_cache_is_fetched_again(server: LocalServer, tmp_path: Path) -> None:
     store = CredentialStore(tmp_path)
     server.script("/v1/models", listing("a"), listing("b"))
-    await build_catalog(conf(server), tmp_path, store, {}, policy=POLICY, now=0.0)
+    await build_catalog(
+        conf(server), tmp_path, store, {}, sent_to=conf(server), policy=POLICY, now=0.0
+    )
     later = await build_catalog(
-        conf(server), tmp_path, store, {}, policy=POLICY, now=float(DISCOVERY_CACHE_S)
+        conf(server),
+        tmp_path,
+        store,
+        {},
+        policy=POLICY,
+        now=float(DISCOVERY_CACHE_S),
+        sent_to=conf(server),
     )
     assert discovered(later.cards) == ["b"] and len(server.requests) == 2
 
@@ -74,7 +93,13 @@ async def test_empty_listing_replaces_and_failure_keeps_last(
 ) -> None:
     store = CredentialStore(tmp_path)
     server.script("/v1/models", listing("a"), Reply(500, [b"down"]), listing())
-    run = {"providers": conf(server), "mc_home": tmp_path, "credentials": store, "env": {}}
+    run = {
+        "providers": conf(server),
+        "mc_home": tmp_path,
+        "credentials": store,
+        "env": {},
+        "sent_to": conf(server),
+    }
     await build_catalog(**run, policy=POLICY, refresh=True)  # type: ignore[arg-type]
     failed = await build_catalog(**run, policy=POLICY, refresh=True)  # type: ignore[arg-type]
     assert failed.failed == ["local"] and discovered(failed.cards) == ["a"]
@@ -91,7 +116,7 @@ async def test_anthropic_listing_sends_its_headers(server: LocalServer, tmp_path
     providers = {
         "claude": {"wire_api": "anthropic", "base_url": server.url + "/v1", "discover": True}
     }
-    result = await build_catalog(providers, tmp_path, store, {}, policy=POLICY)
+    result = await build_catalog(providers, tmp_path, store, {}, policy=POLICY, sent_to=providers)
     assert discovered(result.cards) == ["claude-x"]
     assert server.requests[0].headers["x-api-key"] == "sk-ant"
     assert server.requests[0].method == "GET"
@@ -119,7 +144,8 @@ def harness(tmp_path: Path, server: LocalServer) -> tuple[Path, dict[str, str]]:
         "from magi_code.providers.commands import models\n"
         "assert sys.argv[1] == 'models'\n"
         "settings = json.loads(os.environ['TEST_SETTINGS'])\n"
-        "sys.exit(models(sys.argv[2:], Path(os.environ['MC_HOME']), settings))\n"
+        "providers = settings['providers']  # the user's own: credentials may go to each\n"
+        "sys.exit(models(sys.argv[2:], Path(os.environ['MC_HOME']), settings, providers))\n"
     )
     script.chmod(0o755)
     settings = {"provider": "local", "providers": conf(server)}

@@ -19,9 +19,13 @@ from magi_code.providers.registry import ConfigurationInvalid, build_provider, c
 
 SECRET = "sk-test-SECRET-0123456789"
 
+# The user's own tables: each is also where its credential may go (`sent_to`).
+OPENAI = {"wire_api": "openai-responses"}
+CODEX = {"wire_api": "codex"}
 
-def mode(path: Path) -> int:
-    return stat.S_IMODE(path.stat().st_mode)
+
+def mode(path: str | Path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
 
 
 def test_store_file_is_0600_in_a_0700_dir(tmp_path: Path) -> None:
@@ -50,7 +54,7 @@ def test_secrets_never_in_repr(tmp_path: Path) -> None:
     assert "SECRET" not in repr(tokens) and "ACCOUNT" not in repr(tokens)
     store = CredentialStore(tmp_path)
     store.set_api_key("openai", SECRET)
-    provider = build_provider("openai", {"wire_api": "openai-responses"}, store, {})
+    provider = build_provider("openai", OPENAI, store, {}, sent_to=OPENAI)
     assert SECRET not in repr(provider)
 
 
@@ -134,11 +138,11 @@ def test_check_readiness(
     store = CredentialStore(tmp_path)
     if stored:
         store.set_api_key("p", stored)
-    assert check_readiness("p", conf, store, env) == expected
+    assert check_readiness("p", conf, store, env, sent_to=conf) == expected
 
 
 def test_fixture_id_is_always_ready(tmp_path: Path) -> None:
-    assert check_readiness("fixture", {}, CredentialStore(tmp_path), {}) is None
+    assert check_readiness("fixture", {}, CredentialStore(tmp_path), {}, sent_to={}) is None
 
 
 @pytest.mark.parametrize(
@@ -156,7 +160,7 @@ def test_codex_readiness_is_local(
     store = CredentialStore(tmp_path)
     if tokens:
         store.set_oauth("codex", tokens)
-    assert check_readiness("codex", {"wire_api": "codex"}, store, {}, now=1000.0) == expected
+    assert check_readiness("codex", CODEX, store, {}, now=1000.0, sent_to=CODEX) == expected
 
 
 def test_build_provider_picks_the_wire_api(tmp_path: Path) -> None:
@@ -167,17 +171,16 @@ def test_build_provider_picks_the_wire_api(tmp_path: Path) -> None:
         "base_url": "http://127.0.0.1:1/v1",
         "api_key_env": "OPENAI_API_KEY",
     }
-    chat = build_provider("local", conf, store, env)
+    chat = build_provider("local", conf, store, env, sent_to=conf)
     assert isinstance(chat, OpenAIChatProvider) and chat.api_key == "from-env"
     assert isinstance(
-        build_provider("o", {"wire_api": "openai-responses"}, store, {}), OpenAIResponsesProvider
+        build_provider("o", OPENAI, store, {}, sent_to=OPENAI), OpenAIResponsesProvider
     )
-    codex = build_provider(
-        "codex", {"wire_api": "codex", "token_url": "http://127.0.0.1:9/t"}, store, {}
-    )
+    codex_conf = {"wire_api": "codex", "token_url": "http://127.0.0.1:9/t"}
+    codex = build_provider("codex", codex_conf, store, {}, sent_to=codex_conf)
     assert isinstance(codex, CodexProvider) and codex.auth.token_url == "http://127.0.0.1:9/t"
     with pytest.raises(ConfigurationInvalid):
-        build_provider("x", {"wire_api": "nope"}, store, {})
+        build_provider("x", {"wire_api": "nope"}, store, {}, sent_to=None)
 
 
 def test_credentials_file_is_json_with_no_extra_copies(tmp_path: Path) -> None:
@@ -185,7 +188,7 @@ def test_credentials_file_is_json_with_no_extra_copies(tmp_path: Path) -> None:
     store.set_api_key("a", "one")
     store.set_api_key("b", "two")
     store.remove("a")
-    data = json.loads(store.path.read_text())
+    data = json.loads(Path(store.path).read_text())
     assert data == {"b": {"api_key": "two"}}
 
 
@@ -252,7 +255,7 @@ def test_codex_device_sign_in_against_a_local_server(
         "acct-9",
     )
     assert mode(home / "credentials.json") == 0o600
-    assert check_readiness("codex", {"wire_api": "codex"}, CredentialStore(home), {}) is None
+    assert check_readiness("codex", CODEX, CredentialStore(home), {}, sent_to=CODEX) is None
 
 
 def test_codex_device_sign_in_denied(tmp_path: Path) -> None:

@@ -81,8 +81,46 @@ def test_leading_bom_is_accepted_even_split() -> None:
 def test_eof_tail_matches_the_provider_client() -> None:
     d = SSEDecoder()
     assert d.feed(TAIL) == [SSEEvent(None, "done", None, None)]
-    assert d.end() == []  # the unterminated final event is not delivered
+    assert d.end() == []  # a last line with no line end was cut: never parsed
     assert openai_decode([TAIL]) == [SSEEvent(None, "done", None, None)]
+
+
+@pytest.mark.parametrize("line_end", [b"\n", b"\r", b"\r\n"])
+def test_eof_delivers_a_final_event_whose_lines_all_arrived(line_end: bytes) -> None:
+    stream = b"data: a\n\nevent: response.completed\nid: 7\ndata: {}".replace(b"\n", line_end)
+    want = [SSEEvent(None, "a", None, None), SSEEvent("response.completed", "{}", "7", None)]
+    for i in range(len(stream) + 1):
+        d = SSEDecoder()
+        got = d.feed(stream[:i]) + d.feed(stream[i:]) + d.feed(line_end)
+        assert got[:1] == want[:1]
+        assert got + d.end() == want, i
+        assert d.end() == [], "delivered once"
+
+
+def test_eof_tail_delivery_is_bounded_and_checked() -> None:
+    limit = 64
+    block = b"data: " + b"x" * (limit - 6)
+    assert len(block) == limit  # the line end is not part of the event's size
+    d = SSEDecoder(limit)
+    assert d.feed(block + b"\n") == []
+    assert d.end() == [SSEEvent(None, "x" * (limit - 6), None, None)]
+    with pytest.raises(SSEError) as err:
+        SSEDecoder(limit).feed(block + b"x\n")
+    assert err.value.reason == "event_too_large"
+    d = SSEDecoder()
+    d.feed(b"data: \xe2\x82\n")
+    with pytest.raises(SSEError) as err:
+        d.end()
+    assert err.value.reason == "malformed_utf8"
+
+
+def test_eof_delivers_no_event_that_was_cut_or_has_no_data() -> None:
+    a = SSEEvent(None, "a", "1", None)
+    assert decode([b"id: 1\ndata: a\n\n"]) == [a]
+    assert decode([b"id: 1\ndata: a\n\n: keep-alive\n"]) == [a]
+    assert decode([b"id: 1\ndata: a\n\nevent: message_start\n"]) == [a]  # its data was cut
+    assert decode([b'id: 1\ndata: a\n\nevent: x\ndata: {"cut']) == [a]  # a line cut midway
+    assert decode([b"data\n"]) == [SSEEvent(None, "", None, None)]  # an empty data line is data
 
 
 def test_malformed_utf8_raises() -> None:
@@ -142,14 +180,27 @@ def _streams(draw: st.DrawFn) -> list[bytes]:
 @given(_streams())
 def test_agrees_with_openai_python(chunks: list[bytes]) -> None:
     assume(not b"".join(chunks).startswith(b"\xef\xbb\xbf"))  # openai drops a BOM-led event
-    assert decode(chunks) == openai_decode(chunks)
+    assert decode(chunks) == openai_decode(eof_as_blank_line(chunks))
+
+
+def eof_as_blank_line(chunks: list[bytes]) -> list[bytes]:
+    """What openai-python must see to dispatch as we do at EOF: a blank line after a pending
+    event that ends on a line end and has a data line."""
+    stream = b"".join(chunks)
+    lines = stream.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    if not lines.endswith(b"\n"):
+        return chunks
+    pending = lines.split(b"\n\n")[-1].split(b"\n")
+    has_data = any(line.partition(b":")[0] == b"data" for line in pending)
+    return [*chunks, b"\r\n"] if has_data else chunks
 
 
 @pytest.mark.parametrize("name", sorted(set(ALL) - {"bom"}))
 def test_agrees_with_openai_python_on_fixtures(name: str) -> None:
     stream = ALL[name]
     for i in range(len(stream) + 1):
-        assert decode([stream[:i], stream[i:]]) == openai_decode([stream[:i], stream[i:]])
+        chunks = [stream[:i], stream[i:]]
+        assert decode(chunks) == openai_decode(eof_as_blank_line(chunks))
 
 
 @pytest.mark.parametrize(

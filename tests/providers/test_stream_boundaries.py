@@ -99,6 +99,22 @@ async def test_bom_and_crlf_give_the_same_events(
     assert await collect(build(server, tmp_path, HttpPolicy(attempts=1))) == whole
 
 
+# ---- the final event's blank line never comes -----------------------------------------------
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+async def test_final_event_without_its_blank_line_is_delivered_at_eof(
+    server: LocalServer, tmp_path: Path, rich: tuple[str, Build, bytes, str], chunked: bool
+) -> None:
+    path, build, stream, _ = rich
+    whole = await whole_events(server, tmp_path, path, build, stream)
+    assert stream.endswith(b"\n\n")
+    server.script(path, Reply(chunks=split_every(stream[:-1], 7), chunked=chunked))
+    with anyio.fail_after(NO_HANG_S):
+        assert await collect(build(server, tmp_path, HttpPolicy(attempts=1))) == whole
+    assert len(server.requests) == 2
+
+
 # ---- the connection ends in the middle of an event ------------------------------------------
 
 Ending = Literal["dropped", "stalled", "closed"]
@@ -135,7 +151,9 @@ async def test_mid_event_end_after_delivered_events_fails_cleanly(
             got.append(event)
     assert (err.value.code, err.value.retryable) == (FAILS_AS[ending], True)
     assert got and got == whole[: len(got)], "only whole events, in order"
-    assert marker not in texts(got), "the cut event is never handed on"
+    # A clean close ends the stream: the event whose lines all arrived is handed on (EOF-tail
+    # delivery). A dropped or stalled body is broken: its pending event never is.
+    assert (marker in texts(got)) == (ending == "closed")
     assert len(server.requests) == 2, "output was delivered: no retry would repeat it"
     if ending == "stalled":
         assert await anyio.to_thread.run_sync(server.client_closed.wait, 5.0)

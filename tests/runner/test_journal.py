@@ -11,16 +11,23 @@ from typing import Any
 
 import pytest
 
+from magi_code.limits import HISTORY_NEAR_SHARE, HISTORY_SNAPSHOT_PARTS, STORED_HISTORY_LINES
 from magi_code.providers.base import (
     Item,
     ModelRequest,
     ProviderError,
     ProviderEvent,
     TextDelta,
+    UserText,
 )
-from magi_code.runner import journal as journal_module
-from magi_code.runner.events import MessageDelta, RunEvent, RunFinished
-from magi_code.runner.journal import SessionJournal
+from magi_code.runner import compaction
+from magi_code.runner.events import Activity, Diagnostic, MessageDelta, RunEvent, RunFinished
+from magi_code.runner.journal import (
+    HISTORY_NEAR_CODE,
+    PROJECTION_NEAR_TEXT,
+    STORED_NEAR_TEXT,
+    SessionJournal,
+)
 from magi_code.runner.replay import replay
 from magi_code.runner.setup import turn_setup
 from magi_code.runner.startup import Admitted, admit
@@ -69,13 +76,13 @@ class CountingReplays:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
-        records = SessionJournal.records
+        records = Attachment.records
 
-        def counted(journal: SessionJournal) -> Any:
+        def counted(attachment: Attachment) -> Any:
             self.count += 1
-            return records(journal)
+            return records(attachment)
 
-        monkeypatch.setattr(journal_module.SessionJournal, "records", counted)
+        monkeypatch.setattr(Attachment, "records", counted)
 
 
 @pytest.fixture
@@ -92,7 +99,7 @@ def world(tmp_path: Path) -> tuple[Admitted, SessionStore, Attachment]:
 async def _turn(
     world: tuple[Admitted, SessionStore, Attachment], prompt: str, breaks: bool = False
 ) -> tuple[RunFinished, list[Item]]:
-    admitted, store, attachment = world
+    admitted, _, attachment = world
     quiet = Quiet()
     setup = turn_setup(
         admitted,
@@ -111,7 +118,7 @@ async def _turn(
         return inner(request)
 
     setup.provider = type("Spy", (), {"id": provider.id, "stream": staticmethod(stream)})()
-    journal = SessionJournal(attachment, store.path_of(attachment.session_id))
+    journal = SessionJournal(attachment)
     finished = await run_turn(setup, journal, quiet, TurnControl(), prompt)
     return finished, seen
 
@@ -190,3 +197,170 @@ async def test_a_new_attachment_builds_its_own_replay(
     assert reads.count == 2
     assert seen[:-1] == _from_file(store, reopened)[: len(seen) - 1]
     reopened.close()
+
+
+@pytest.mark.parametrize("legacy", [{}, {"text": None}], ids=["absent", "null"])
+async def test_a_legacy_assistant_record_replays_its_chunks(
+    world: tuple[Admitted, SessionStore, Attachment], legacy: dict[str, Any]
+) -> None:
+    """A stored assistant record without text is replayed from its chunks, as the history
+    projection shows it; later chunks of a reconciled segment change nothing."""
+    admitted, store, lazy = world
+    sid = lazy.session_id
+    lazy.close()
+    old, new = "r-old", "r-new"
+    records = [
+        {"type": "session", "cwd": admitted.cwd, "created_at": "2026-01-01T00:00Z"},
+        {"type": "user", "run_id": old, "message_id": "u1", "text": "first"},
+        {"type": "assistant_chunk", "run_id": old, "message_id": "a1", "index": 0, "text": "Hel"},
+        {"type": "assistant_chunk", "run_id": old, "message_id": "a1", "index": 1, "text": "lo"},
+        {"type": "assistant", "run_id": old, "message_id": "a1", **legacy},
+        {"type": "run_finished", "run_id": old, "outcome": "completed", "error_code": None},
+        {"type": "user", "run_id": new, "message_id": "u2", "text": "second"},
+        {"type": "assistant", "run_id": new, "message_id": "a2", "text": "whole"},
+        {"type": "assistant_chunk", "run_id": new, "message_id": "a2", "index": 0, "text": "late"},
+        {"type": "run_finished", "run_id": new, "outcome": "completed", "error_code": None},
+    ]
+    path = store.path_of(sid)
+    lines = [json.dumps({"session_id": sid, **r}).encode() + b"\n" for r in records]
+    path.write_bytes(b"".join(lines))
+    attachment, _ = store.open(sid, admitted.cwd)
+    shown = [e.text for e in reader.read_session(path, sid, attachment.cwd).projection.entries]
+    assert shown == ["first", "Hello", "second", "whole"]
+    for prompt in ("third", "fourth"):  # every later turn works, not only the first
+        finished, seen = await _turn((admitted, store, attachment), prompt)
+        assert finished.outcome == "completed" and finished.persistence == "durable"
+        assert [getattr(item, "text", None) for item in seen[:4]] == shown
+    kinds = [json.loads(raw)["type"] for raw in path.read_bytes().split(b"\n") if raw]
+    assert kinds.count("run_finished") == 4
+    attachment.close()
+
+
+class Recording(Quiet):
+    def __init__(self) -> None:
+        self.events: list[RunEvent] = []
+
+    async def critical(self, event: RunEvent) -> None:
+        self.events.append(event)
+
+
+def _prefilled(world: tuple[Admitted, SessionStore, Attachment], parts: int) -> Attachment:
+    """The world's session replaced by a stored one of `parts` one-line parts, opened."""
+    admitted, store, lazy = world
+    sid = lazy.session_id
+    lazy.close()
+    records: list[dict[str, Any]] = [
+        {"type": "session", "cwd": admitted.cwd, "created_at": "2026-01-01T00:00Z"}
+    ]
+    for number in range(parts // 2):
+        run = f"r{number}"
+        records += [
+            {"type": "user", "run_id": run, "message_id": f"u{number}", "text": f"q{number}"},
+            {"type": "assistant", "run_id": run, "message_id": f"a{number}", "text": "ok"},
+            {"type": "run_finished", "run_id": run, "outcome": "completed", "error_code": None},
+        ]
+    records += [{"type": "compaction", "text": "filler"}] * (parts % 2)
+    lines = [json.dumps({"session_id": sid, **r}).encode() + b"\n" for r in records]
+    store.path_of(sid).write_bytes(b"".join(lines))
+    attachment, _ = store.open(sid, admitted.cwd)
+    assert attachment.history.part_count == parts
+    return attachment
+
+
+async def _recorded_turn(
+    world: tuple[Admitted, SessionStore, Attachment], attachment: Attachment, prompt: str
+) -> tuple[RunFinished, list[RunEvent]]:
+    admitted, _, _ = world
+    recording = Recording()
+    setup = turn_setup(
+        admitted,
+        ("fixture", None, None),
+        attachment.session_id,
+        os.urandom(8).hex(),
+        ApprovalBroker(recording.announce),
+    )
+    journal = SessionJournal(attachment)
+    finished = await run_turn(setup, journal, recording, TurnControl(), prompt)
+    return finished, recording.events
+
+
+NEAR_PARTS = int(HISTORY_NEAR_SHARE * HISTORY_SNAPSHOT_PARTS)
+
+
+@pytest.mark.parametrize(("parts", "warned"), [(NEAR_PARTS, True), (NEAR_PARTS - 1, False)])
+async def test_a_turn_that_brings_the_history_near_its_budget_warns(
+    world: tuple[Admitted, SessionStore, Attachment], parts: int, warned: bool
+) -> None:
+    attachment = _prefilled(world, parts - 2)  # a one-line turn adds its prompt and reply
+    finished, events = await _recorded_turn(world, attachment, "one more")
+    assert (finished.persistence, finished.revision is not None) == ("durable", True)
+    assert attachment.history.part_count == parts
+    assert not [e for e in events if isinstance(e, Activity)]  # no compaction yet
+    warnings = [e for e in events if isinstance(e, Diagnostic)]
+    assert warnings == ([Diagnostic(HISTORY_NEAR_CODE, PROJECTION_NEAR_TEXT)] if warned else [])
+    attachment.close()
+
+
+async def test_the_next_turn_compacts_and_the_session_stays_reopenable(
+    world: tuple[Admitted, SessionStore, Attachment],
+) -> None:
+    admitted, store, _ = world
+    attachment = _prefilled(world, NEAR_PARTS)
+    finished, events = await _recorded_turn(world, attachment, "and now?")
+    assert (finished.outcome, finished.persistence) == ("completed", "durable")
+    assert finished.revision is not None
+    compactions = [e.state for e in events if isinstance(e, Activity) and e.kind == "compaction"]
+    assert compactions == ["started", "completed"]
+    assert not [e for e in events if isinstance(e, Diagnostic)]  # folded: nothing to warn of
+    assert attachment.history.part_count == 3  # the prompt, the summary, the reply
+    sid = attachment.session_id
+    attachment.close()
+    reopened, _ = store.open(sid, admitted.cwd)
+    page = reopened.history.page(reopened.history.revision, None)
+    assert [entry["kind"] for entry in page.entries] == ["user", "compaction", "assistant"]
+    assert page.entries[0]["text"] == "and now?" and page.complete
+    _, events = await _recorded_turn(world, reopened, "later")  # no second compaction
+    assert not [e for e in events if isinstance(e, Activity)]
+    reopened.close()
+
+
+def test_a_replay_knows_its_size_as_records_replace_and_compact() -> None:
+    """The size a replay hands over (for the token estimate) is the sum a full count gives,
+    through chunks, their reconciled copy, tools and a compaction; appended items count too."""
+    records: list[dict[str, Any]] = [
+        {"type": "user", "run_id": "r1", "message_id": "u1", "text": "héllo"},
+        {"type": "assistant_chunk", "run_id": "r1", "message_id": "a1", "index": 0, "text": "ab"},
+        {"type": "assistant_chunk", "run_id": "r1", "message_id": "a1", "index": 1, "text": "c"},
+        {"type": "assistant", "run_id": "r1", "message_id": "a1", "text": "abcdef"},
+        {"type": "tool", "run_id": "r1", "activity_id": "t", "name": "read", "state": "completed"},
+        {"type": "user", "run_id": "r2", "message_id": "u2", "text": "more"},
+        {"type": "compaction", "run_id": "r2", "text": "summary", "keep_from": "u2"},
+        {"type": "assistant", "run_id": "r2", "message_id": "a2", "text": "x" * 100},
+    ]
+    for end in range(len(records) + 1):
+        items = replay(records[:end])
+        assert compaction.total_bytes(items) == sum(map(compaction.item_bytes, list(items)))
+        items.append(UserText("appended"))
+        assert compaction.total_bytes(items) == sum(map(compaction.item_bytes, list(items)))
+
+
+NEAR_LINES = int(HISTORY_NEAR_SHARE * STORED_HISTORY_LINES)
+
+
+@pytest.mark.parametrize(("lines", "warned"), [(NEAR_LINES, True), (NEAR_LINES - 1, False)])
+def test_a_file_near_the_stored_lines_bound_says_to_start_a_new_session(
+    world: tuple[Admitted, SessionStore, Attachment], lines: int, warned: bool
+) -> None:
+    admitted, store, lazy = world
+    sid = lazy.session_id
+    lazy.close()
+    header = {"type": "session", "cwd": admitted.cwd, "created_at": "2026-01-01T00:00Z"}
+    internal = json.dumps({"session_id": sid, "type": "internal"}).encode() + b"\n"
+    path = store.path_of(sid)
+    path.write_bytes(json.dumps({"session_id": sid, **header}).encode() + b"\n")
+    with path.open("ab") as out:
+        out.write(internal * (lines - 1))
+    attachment, _ = store.open(sid, admitted.cwd)
+    warning = SessionJournal(attachment).history_warning()
+    assert warning == (Diagnostic(HISTORY_NEAR_CODE, STORED_NEAR_TEXT) if warned else None)
+    attachment.close()

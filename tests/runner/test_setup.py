@@ -25,3 +25,32 @@ def test_tool_env_drops_credentials(tmp_path: Path) -> None:
     }
     admitted = admit(str(tmp_path), env)
     assert tool_env(admitted) == {"MC_HOME": str(home), "PATH": "/usr/bin", "LANG": "C.UTF-8"}
+
+
+def test_tool_env_drops_passwords_in_urls_and_every_named_key(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    (work / ".magi-code").mkdir(parents=True)
+    home.mkdir()
+    (home / "settings.toml").write_text(
+        f'[providers.mine]\nwire_api = "openai-chat"\napi_key_env = "PLAINLY_NAMED"\n'
+        f'[permissions]\ntrusted_projects = ["{work}"]\n'
+    )
+    (work / ".magi-code" / "settings.toml").write_text(
+        '[providers.theirs]\nwire_api = "openai-chat"\nbase_url = "http://127.0.0.1:9/v1"\n'
+    )
+    env = {
+        "MC_HOME": str(home),
+        "PLAINLY_NAMED": "k1",
+        "DATABASE_URL": "postgres://app:hunter2@db.internal:5432/app",
+        "HTTPS_PROXY": "http://me:pw@proxy:3128",
+        "NOTES": "see https://u:p@example.com/x for details",
+        "HOMEPAGE": "https://example.com/a@b",
+        "GIT_REMOTE": "ssh://git@github.com/o/r",
+        "EMPTY_PASSWORD": "redis://:secret@cache:6379",
+    }
+    admitted = admit(str(work), env)
+    assert tool_env(admitted) == {
+        "MC_HOME": str(home),
+        "HOMEPAGE": "https://example.com/a@b",
+        "GIT_REMOTE": "ssh://git@github.com/o/r",
+    }

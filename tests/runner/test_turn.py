@@ -79,12 +79,12 @@ async def turn(
     prompt: str,
     emit: Recorder,
 ) -> RunFinished:
-    admitted, attachment, store = world
+    admitted, attachment, _ = world
     setup = turn_setup(
         admitted, ("fixture", None, None), attachment.session_id, "r", ApprovalBroker(emit.announce)
     )
     setup.provider = provider
-    journal = SessionJournal(attachment, store.path_of(attachment.session_id))
+    journal = SessionJournal(attachment)
     return await run_turn(setup, journal, emit, TurnControl(), prompt)
 
 
@@ -165,3 +165,45 @@ def test_replay_starts_from_a_compaction_summary() -> None:
         AssistantText("two"),
         UserText("third"),
     ]
+
+
+async def test_a_prompt_the_session_cannot_store_is_not_started(
+    world: tuple[Admitted, Attachment, SessionStore],
+) -> None:
+    """Admission refuses it; were one to slip past, the run must say not_started."""
+    emit = Recorder()
+    finished = await turn(world, Capturing([]), "hi \ud800 there", emit)
+    assert finished == RunFinished("failed", "not_started", None, "persistence_failed")
+    assert emit.events == []
+
+
+async def test_model_strings_are_made_encodable_where_they_enter(
+    world: tuple[Admitted, Attachment, SessionStore],
+) -> None:
+    from magi_code.providers.base import ReasoningSummary
+
+    call = ToolCall("c\ud800", "read_file\udc00", '{"path": "notes\ud800.txt"}')
+    provider = Capturing(
+        [
+            [
+                TextDelta("x\ud800"),
+                ReasoningSummary("i\udbff", "r\ud800"),
+                ToolCallDone(call),
+                Completed("tool_use"),
+            ],
+            [TextDelta("y"), Completed()],
+        ]
+    )
+    emit = Recorder()
+    finished = await turn(world, provider, "hi", emit)
+    assert (finished.outcome, finished.persistence) == ("completed", "durable")
+    shown = [e.text for e in emit.events if isinstance(e, MessageDelta)]
+    assert shown == ["x\ufffd", "y"]
+    replayed = provider.requests[1].items
+    assert replayed[1:3] == (
+        AssistantText("x\ufffd"),
+        ToolCall("c\ufffd", "read_file\ufffd", '{"path": "notes\ufffd.txt"}'),
+    )
+    _, attachment, store = world
+    stored = store.path_of(attachment.session_id).read_bytes().decode("utf-8")
+    assert '"text":"r\ufffd"' in stored

@@ -101,3 +101,66 @@ def test_killed_writer_reopens_truthfully(tmp_path: Path, mode: str) -> None:
         expected.append(("diagnostic", TORN_TEXT, False))
     assert messages(all_pages) == expected
     assert all_pages[-1].complete is False
+
+
+FULL_DISK = """
+import json, resource, sys
+from pathlib import Path
+from magi_code.sessions import SessionStore
+from magi_code.sessions.chunking import dumps
+
+store = SessionStore(Path(sys.argv[1]))
+attachment = store.create(sys.argv[2], None)
+path = store.path_of(attachment.session_id)
+header = len(dumps(attachment._header())) + 1  # the same length whenever it is made
+space = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, (header + 20, space[1]))  # the disk fills up
+record = {"type": "user", "message_id": "u1", "run_id": "r1", "text": "x" * 100}
+try:
+    attachment.append(record, fsync=True)
+    first = "written"
+except OSError:
+    first = "failed"
+torn = path.read_bytes()
+resource.setrlimit(resource.RLIMIT_FSIZE, space)  # space returns
+results = []
+for number in (2, 3):
+    try:
+        later = {**record, "message_id": f"u{number}", "run_id": f"r{number}"}
+        attachment.append(later, fsync=True)
+        results.append("written")
+    except OSError:
+        results.append("failed")
+try:
+    snapshot = attachment.snapshot()
+    ids = [entry["message_id"] for entry in snapshot.page(snapshot.revision, None).entries]
+except Exception as error:
+    ids = [getattr(error, "code", type(error).__name__)]
+torn_shape = [header, len(torn), torn.count(b"\\n")]
+print(json.dumps({"first": first, "torn": torn_shape, "later": results, "ids": ids}))
+"""
+
+
+def test_a_torn_append_on_a_full_disk_is_dropped_by_its_writer(tmp_path: Path) -> None:
+    """A new session's first append cut by a full disk (RLIMIT_FSIZE, in a real process)
+    after its header's LF: once space returns, the writer's next appends succeed (it drops
+    its own torn bytes), and the file holds only whole records."""
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    home = tmp_path / "home"
+    done = subprocess.run(
+        [sys.executable, "-c", FULL_DISK, str(home), str(cwd)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    result = json.loads(done.stdout)
+    header = result["torn"][0]
+    assert result["first"] == "failed"
+    assert result["torn"] == [header, header + 20, 1]  # the header whole, the record cut
+    assert result["later"] == ["written", "written"]
+    assert result["ids"] == ["u.u2", "m1", "u.u3", "m3"]  # each run shown interrupted
+    stored = next((home / "sessions").glob("*.jsonl")).read_bytes()
+    kinds = [json.loads(raw)["type"] for raw in stored.split(b"\n")[:-1]]
+    assert kinds == ["session", "user", "user"] and stored.endswith(b"\n")

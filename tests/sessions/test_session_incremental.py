@@ -100,7 +100,7 @@ def _live(attachment: Attachment) -> tuple[str, Built] | str:
         cursor = page.next_cursor
         if cursor is None:
             break
-    built = Built(parts, [], page.complete, {})
+    built = Built(parts, [], page.complete, {}, 0)
     return snapshot.revision.split(".", 1)[1], built
 
 

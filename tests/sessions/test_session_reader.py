@@ -55,7 +55,7 @@ def test_an_entry_that_can_never_fit_a_page_is_content_limit() -> None:
         "part": 0,
         "last_part": True,
     }
-    built = Built([oversized], [serialized_bytes(oversized)], True, {})
+    built = Built([oversized], [serialized_bytes(oversized)], True, {}, serialized_bytes(oversized))
     snapshot = HistorySnapshot(SID, "r0.x", built, lambda: True)
     with pytest.raises(SessionError, match=r"^content_limit$"):
         snapshot.page("r0.x", None)

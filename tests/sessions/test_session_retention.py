@@ -1,6 +1,7 @@
 """Retention against real files: age edges, leases held by a real second process, what is
 never deleted, what `scan` shows, and the `sessions.retention_days` setting."""
 
+import json
 import os
 import subprocess
 import sys
@@ -13,7 +14,8 @@ from sessions_support import header, user, write_session
 
 from magi_code.config import settings
 from magi_code.redact import REDACTED
-from magi_code.sessions import SessionStore
+from magi_code.sessions import SessionError, SessionStore
+from magi_code.sessions.reader import decode_record
 from magi_code.sessions.retention import (
     DAY_NS,
     DEFAULT_RETENTION_DAYS,
@@ -255,3 +257,35 @@ def test_a_project_cannot_set_retention(tmp_path: Path) -> None:
     assert settings.load(str(global_file), str(project_file))["sessions"]["retention_days"] == 7
     project_file.write_text("[sessions]\nretention_days = -5\n")  # dropped, not an error
     assert settings.load(str(global_file), str(project_file))["sessions"]["retention_days"] == 7
+
+
+ODD_TYPES: list[Any] = [["user"], {"user": 1}, [], {}, 7, 1.5, True, None, [[["x"]]]]
+
+
+@pytest.mark.parametrize("kind", ODD_TYPES, ids=repr)
+def test_a_record_of_any_type_shape_is_session_invalid(kind: Any) -> None:
+    raw = json.dumps({"session_id": "s1", "type": kind, "text": "x"}).encode()
+    with pytest.raises(SessionError) as refused:
+        decode_record(raw, "s1")
+    assert refused.value.code == "session_invalid"
+
+
+def test_sessions_list_shows_an_invalid_session_on_a_clear_line(
+    store: SessionStore, cwd: Path
+) -> None:
+    """`magi-code sessions list` as a real process: records whose type is a list or an object
+    make a listed `invalid` session, never a traceback."""
+    write_session(store, [header(cwd), user("r1", "fine")], session_id="good")
+    for number, kind in enumerate(ODD_TYPES):
+        write_session(store, [{"type": kind, "text": "x"}], session_id=f"odd{number}")
+    env = {**os.environ, "MC_HOME": str(store.directory.parent)}
+    command = [sys.executable, "-m", "magi_code.cli", "sessions", "list"]
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0 and done.stderr == ""
+    lines = done.stdout.splitlines()
+    assert lines[-1] == f"{len(ODD_TYPES) + 1} sessions"
+    states = {line.split()[0]: line.split()[4] for line in lines[:-1]}
+    assert states == {"good": "durable", **{f"odd{n}": "invalid" for n in range(len(ODD_TYPES))}}
+    listed = subprocess.run([*command, "--json"], cwd=cwd, env=env, capture_output=True, timeout=30)
+    rows = json.loads(listed.stdout)["sessions"]
+    assert sorted(row["state"] for row in rows) == ["durable"] + ["invalid"] * len(ODD_TYPES)

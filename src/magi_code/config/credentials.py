@@ -7,9 +7,6 @@ It must never print, log or return secrets in str/repr; callers read them by exp
 import contextlib
 import json
 import os
-import tempfile
-from dataclasses import dataclass, field
-from pathlib import Path
 
 FILE_NAME = "credentials.json"
 
@@ -18,18 +15,41 @@ class CredentialsError(Exception):
     """The store could not be read or written; the text is a fixed code, never a path."""
 
 
-@dataclass(frozen=True)
 class OAuthTokens:
-    access_token: str = field(repr=False)
-    refresh_token: str = field(repr=False)
-    expires_at: float  # seconds since the epoch
-    account_id: str | None = field(default=None, repr=False)
+    """Sign-in tokens. A plain class, not a dataclass: readiness reads the store on the path
+    to `initialize`, which must stay lean. Its repr shows no token."""
+
+    __slots__ = ("access_token", "account_id", "expires_at", "refresh_token")
+
+    def __init__(
+        self,
+        access_token: str,
+        refresh_token: str,
+        expires_at: float,  # seconds since the epoch
+        account_id: str | None = None,
+    ) -> None:
+        self.access_token = access_token
+        self.refresh_token = refresh_token
+        self.expires_at = expires_at
+        self.account_id = account_id
+
+    def _fields(self) -> tuple[str, str, float, str | None]:
+        return (self.access_token, self.refresh_token, self.expires_at, self.account_id)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, OAuthTokens) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"OAuthTokens(expires_at={self.expires_at!r})"
 
 
 class CredentialStore:
-    def __init__(self, mc_home: Path) -> None:
-        self.dir = mc_home
-        self.path = mc_home / FILE_NAME
+    def __init__(self, mc_home: str | os.PathLike[str]) -> None:
+        self.dir = os.fspath(mc_home)
+        self.path = os.path.join(self.dir, FILE_NAME)
 
     def __repr__(self) -> str:
         return "CredentialStore()"
@@ -86,7 +106,8 @@ class CredentialStore:
 
     def _load(self) -> dict[str, object]:
         try:
-            raw = self.path.read_bytes()
+            with open(self.path, "rb") as f:
+                raw = f.read()
         except FileNotFoundError:
             return {}
         except OSError:
@@ -100,7 +121,9 @@ class CredentialStore:
         return data
 
     def _save(self, data: dict[str, object]) -> None:
-        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        import tempfile
+
+        os.makedirs(self.dir, mode=0o700, exist_ok=True)
         os.chmod(self.dir, 0o700)
         payload = json.dumps(data, indent=2, sort_keys=True).encode()
         fd, tmp = tempfile.mkstemp(prefix=".credentials.", dir=self.dir)  # created 0600
@@ -118,7 +141,23 @@ class CredentialStore:
         _fsync_dir(self.dir)
 
 
-def _fsync_dir(path: Path) -> None:
+class NoCredentials(CredentialStore):
+    """The store a provider gets when no credential may go to it: always empty, never read."""
+
+    def __init__(self) -> None:
+        super().__init__("/nonexistent")
+
+    def __repr__(self) -> str:
+        return "NoCredentials()"
+
+    def _load(self) -> dict[str, object]:
+        return {}
+
+    def _save(self, data: dict[str, object]) -> None:
+        raise CredentialsError("credentials_unwritable")
+
+
+def _fsync_dir(path: str) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)

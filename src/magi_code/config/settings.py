@@ -1,37 +1,61 @@
 """Settings: the global file under MC_HOME and the exact-cwd project file, merged.
 
-Precedence: built-in defaults < MC_HOME/settings.toml < <cwd>/.magi-code/settings.toml.
-Tables merge key by key; any other value in the project file replaces the global one.
-Three keys are global-only, so a project cannot grant itself trust or delete history:
-`mcp.approved` (which MCP server definitions are approved), `permissions.trusted_projects`
-and `sessions.retention_days` (the sessions under MC_HOME belong to every project).
-Loading reads files and never writes them. Errors are `SettingsError` with no file content.
+Precedence: built-in defaults and presets < MC_HOME/settings.toml < <cwd>/.magi-code/
+settings.toml. Tables merge key by key; any other value in the project file replaces the
+global one. What a project file may set depends on folder trust and is decided in one place,
+config/trust.py; the keys it may not set are dropped and reported, never fatal.
+Loading reads files and never writes them. Errors are `SettingsError` with no file content;
+a file nested deeper than SETTINGS_DEPTH is one (and so never reaches recursive code).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+
+from magi_code.limits import SETTINGS_DEPTH
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:
     from typing import Any
+
+    from magi_code.config.trust import Dropped
 
 DEFAULTS: dict[str, Any] = {
     "provider": "fixture",
     "model": "fixture-model",
     "thinking": None,
     "agent": "default",
-    "providers": {"fixture": {"wire_api": "fixture", "models": ["fixture-model"]}},
+    "providers": {
+        "fixture": {"wire_api": "fixture", "models": ["fixture-model"]},
+        # Built-in presets: where credentials stored for these names may be sent.
+        "openai": {"wire_api": "openai-responses", "base_url": "https://api.openai.com/v1"},
+        "anthropic": {"wire_api": "anthropic", "base_url": "https://api.anthropic.com/v1"},
+        "codex": {"wire_api": "codex", "base_url": "https://chatgpt.com/backend-api/codex"},
+    },
 }
-GLOBAL_ONLY = (
-    ("mcp", "approved"),
-    ("permissions", "trusted_projects"),
-    ("sessions", "retention_days"),  # sessions are global: a project must not prune them
-)
 
 
 class SettingsError(Exception):
     pass
+
+
+class Loaded:
+    """Merged settings, the layers beneath the project file, the project layer as trust
+    admitted it, and what trust decided."""
+
+    __slots__ = ("base", "dropped", "project", "settings", "trusted")
+
+    def __init__(
+        self,
+        settings: dict[str, Any],
+        base: dict[str, Any],
+        project: dict[str, Any],
+        trusted: bool,
+        dropped: list[Dropped],
+    ) -> None:
+        self.settings, self.base, self.project = settings, base, project
+        self.trusted, self.dropped = trusted, dropped
 
 
 def read_toml(path: str) -> dict[str, Any]:
@@ -45,9 +69,26 @@ def read_toml(path: str) -> dict[str, Any]:
 
     with handle:
         try:
-            return tomllib.load(handle)
-        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            data = tomllib.load(handle)
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
             raise SettingsError("unreadable settings file") from exc
+    if too_deep(data):
+        raise SettingsError("settings nested too deeply")
+    return data
+
+
+def too_deep(value: object) -> bool:
+    """Whether tables and arrays nest deeper than SETTINGS_DEPTH (iterative: no recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list) and depth > SETTINGS_DEPTH:
+            return True
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return False
 
 
 def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -61,14 +102,41 @@ def merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def load(global_file: str, project_file: str) -> dict[str, Any]:
-    project = read_toml(project_file)
-    for table, key in GLOBAL_ONLY:
-        section = project.get(table)
-        if isinstance(section, dict):
-            section.pop(key, None)
-    settings = merge(merge(DEFAULTS, read_toml(global_file)), project)
+    return load_layers(global_file, project_file).settings
+
+
+def load_layers(global_file: str, project_file: str) -> Loaded:
+    """The merged settings; `project_file` is <workspace>/.magi-code/settings.toml, and the
+    workspace's trust decides what of it applies."""
+    from magi_code.config import trust
+
+    global_settings = read_toml(global_file)
+    base = base_layers(global_settings)
+    workspace = os.path.dirname(os.path.dirname(project_file))
+    trusted = trust.is_trusted(workspace, global_settings)
+    # In the folder that holds MC_HOME (cwd = ~), the "project" file is the global one.
+    is_global = os.path.realpath(project_file) == os.path.realpath(global_file)
+    raw = {} if is_global else read_toml(project_file)
+    project, dropped = trust.admit_project(raw, base, trusted, project_file)
+    settings = merge(base, project)
     validate(settings)
-    return settings
+    return Loaded(settings, base, project, trusted, dropped)
+
+
+def base_layers(global_settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Defaults, presets and the global settings: what no project file has touched."""
+    validate_trusted_projects(global_settings)
+    base = merge(DEFAULTS, global_settings)
+    if not isinstance(base.get("providers"), Mapping):
+        raise SettingsError("providers must be a table of tables")
+    return base
+
+
+def validate_trusted_projects(global_settings: Mapping[str, Any]) -> None:
+    table = global_settings.get("permissions", {})
+    listed = table.get("trusted_projects", []) if isinstance(table, Mapping) else []
+    if not isinstance(listed, list) or not all(isinstance(p, str) for p in listed):
+        raise SettingsError("permissions.trusted_projects must be a list of paths")
 
 
 def validate(settings: Mapping[str, Any]) -> None:

@@ -1,59 +1,144 @@
-"""Instructions the model is told, in this documented order:
+"""Instruction sources, found and read in this documented order:
 
-1. the agent profile's own text (built-in default, or MC_HOME/agents/<name>.md, or
-   <cwd>/.magi-code/agents/<name>.md, the project file winning),
+1. the selected agent profile's body (built-in text or its .md file after the front matter),
 2. MC_HOME/AGENTS.md (the user's global instructions),
-3. <cwd>/AGENTS.md (the workspace's instructions),
-4. each extra Markdown path of the `instructions` setting, in order (relative to cwd).
-A missing file is skipped; an unreadable or non-UTF-8 one fails startup (configuration).
+3. every AGENTS.md from the repository root (the nearest ancestor of the cwd holding `.git`,
+   else the cwd itself) down to the cwd, outermost first,
+4. each path of the `instructions` setting, in order, relative to the directory of the settings
+   file that names it (`~` expands).
+A file seen twice (by its canonical path) is told once, at its first place. A missing,
+unreadable or non-UTF-8 file is a notice, never a failure. Each file is bounded by
+INSTRUCTION_FILE_BYTES and all of them together by INSTRUCTIONS_TOTAL_BYTES: a cut is always a
+notice naming the file, never silent.
 """
 
+from __future__ import annotations
+
+import codecs
 import os
 
-DEFAULT_PROFILE = (
-    "You are magi-code, a coding agent working in the user's workspace. Use the tools to "
-    "read, search and change files and to run commands. Be concise and exact."
-)
+from magi_code.limits import INSTRUCTION_FILE_BYTES, INSTRUCTIONS_TOTAL_BYTES
 
 
-class InstructionsError(Exception):
-    pass
+class Source:
+    """One piece of what the model is told: where it came from and its (bounded) text."""
+
+    __slots__ = ("kind", "origin", "text")
+
+    def __init__(self, kind: str, origin: str, text: str) -> None:
+        self.kind = kind  # profile, global, workspace, setting, skills
+        self.origin = origin  # a file path, or "built-in"
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"Source({self.kind!r}, {self.origin!r}, {len(self.text)} chars)"
 
 
-class ProfileError(Exception):
-    pass
+def repository_root(cwd: str) -> str:
+    """The nearest ancestor of `cwd` (itself included) holding `.git`, else `cwd`."""
+    here = cwd
+    while True:
+        if os.path.exists(os.path.join(here, ".git")):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return cwd
+        here = parent
 
 
-def read_optional(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InstructionsError("unreadable instructions") from exc
+def agents_files(home: str, cwd: str) -> list[tuple[str, str]]:
+    """(kind, path) of every AGENTS.md candidate, in order: global, then root down to cwd."""
+    root = repository_root(cwd)
+    chain = [cwd]
+    while chain[-1] != root:
+        chain.append(os.path.dirname(chain[-1]))
+    found = [("global", os.path.join(home, "AGENTS.md"))]
+    found += [("workspace", os.path.join(d, "AGENTS.md")) for d in reversed(chain)]
+    return found
 
 
-def load_profile(name: str, home: str, cwd: str) -> str:
-    if name == "default":
-        return DEFAULT_PROFILE
-    if not name.replace("-", "").replace("_", "").isalnum():
-        raise ProfileError("invalid agent name")
-    for directory in (os.path.join(cwd, ".magi-code", "agents"), os.path.join(home, "agents")):
+def read_bounded(path: str, limit: int) -> tuple[str, bool]:
+    """(text of at most `limit` UTF-8 bytes, cut at a character boundary; whether it was cut).
+    OSError and UnicodeDecodeError pass to the caller."""
+    with open(path, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) <= limit:
+        return data.decode("utf-8"), False
+    # strict inside; a character cut at the bound is the cut's doing, not the file's
+    return codecs.getincrementaldecoder("utf-8")().decode(data[:limit], final=False), True
+
+
+class Collector:
+    """Adds sources under the total bound; every cut, skip and miss becomes a notice."""
+
+    def __init__(self, notices: list[str]) -> None:
+        self.sources: list[Source] = []
+        self.notices = notices
+        self.used = 0
+        self.seen: set[str] = set()
+
+    def add_text(self, kind: str, origin: str, text: str) -> None:
+        text = text.strip()
+        if not text:
+            return
+        room = INSTRUCTIONS_TOTAL_BYTES - self.used
+        encoded = text.encode()
+        if len(encoded) > room:
+            self.notices.append(
+                f"{origin}: instructions exceed {INSTRUCTIONS_TOTAL_BYTES} bytes in total; "
+                + ("this file is left out" if room <= 0 else f"cut to its first {room} bytes")
+            )
+            if room <= 0:
+                return
+            text = encoded[:room].decode("utf-8", errors="ignore")
+        self.used += len(text.encode())
+        self.sources.append(Source(kind, origin, text))
+
+    def add_file(self, kind: str, path: str, *, missing_is_notice: bool) -> None:
+        canonical = os.path.realpath(path)
+        if canonical in self.seen:
+            return
+        self.seen.add(canonical)
         try:
-            text = read_optional(os.path.join(directory, f"{name}.md"))
-        except InstructionsError as exc:
-            raise ProfileError("unreadable agent profile") from exc
-        if text is not None:
-            return text
-    raise ProfileError("unknown agent profile")
+            text, cut = read_bounded(path, INSTRUCTION_FILE_BYTES)
+        except FileNotFoundError:
+            if missing_is_notice:
+                self.notices.append(f"{path}: instructions file not found")
+            return
+        except IsADirectoryError:
+            self.notices.append(f"{path}: instructions path is a directory")
+            return
+        except UnicodeDecodeError:
+            self.notices.append(f"{path}: instructions file is not UTF-8; left out")
+            return
+        except OSError:
+            self.notices.append(f"{path}: instructions file unreadable; left out")
+            return
+        if cut:
+            self.notices.append(
+                f"{path}: larger than {INSTRUCTION_FILE_BYTES} bytes; cut to its first "
+                f"{INSTRUCTION_FILE_BYTES}"
+            )
+        self.add_text(kind, path, text)
 
 
-def assemble(profile: str, home: str, cwd: str, extra: list[str]) -> str:
-    parts = [profile]
-    extras = [os.path.join(cwd, p) for p in extra]
-    for path in [os.path.join(home, "AGENTS.md"), os.path.join(cwd, "AGENTS.md"), *extras]:
-        text = read_optional(path)
-        if text and text.strip():
-            parts.append(text.strip())
-    return "\n\n".join(parts)
+def collect(
+    profile: Source, home: str, cwd: str, extra: list[tuple[str, str]], notices: list[str]
+) -> Collector:
+    """Every instruction file in order, after the selected profile's body; the caller may add
+    more under the same total bound. `extra` holds (base directory, path) pairs from the
+    `instructions` setting."""
+    collector = Collector(notices)
+    collector.add_text(profile.kind, profile.origin, profile.text)
+    for kind, path in agents_files(home, cwd):
+        collector.add_file(kind, path, missing_is_notice=False)
+    for base, path in extra:
+        collector.add_file(
+            "setting", os.path.join(base, os.path.expanduser(path)), missing_is_notice=True
+        )
+    return collector
+
+
+def told(sources: list[Source]) -> str:
+    """The instructions text the model receives."""
+    return "\n\n".join(source.text for source in sources)

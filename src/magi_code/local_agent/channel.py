@@ -1,11 +1,14 @@
 """The bounded worker-event channel between a run (in the runtime's event loop thread) and
 the protocol loop. At most WORKER_EVENTS events wait here.
 
-Best-effort deltas never wait: when the channel is full a delta is merged into a queued
-delta of the same message if the merge stays within LIVE_CHUNK_BYTES, else dropped (its
-part number is then missing, which tells a client to wait for reconciliation). Critical
-events wait at most CRITICAL_EVENT_WAIT_MS for room, then the run is told the output is
-unavailable. The protocol loop takes events only while its own output queue has room.
+Best-effort deltas never wait, and never take the room critical events need: a delta is
+queued only while the channel is under half full; otherwise it is merged into a queued
+delta of the same message if the merge stays within LIVE_CHUNK_BYTES, else dropped.
+The channel numbers delta parts as they enter (per message, from 0): a merged delta spends
+no number and a dropped one spends its own, so a client sees a gap exactly when text was
+lost. Critical events wait at most CRITICAL_EVENT_WAIT_MS for room, then the run is told
+the output is unavailable. The protocol loop takes events only while its own output queue
+has room for them (see `OutputQueue.takes_events`).
 """
 
 import threading
@@ -35,37 +38,49 @@ class EventChannel:
         self._wait_s = wait_s
         self._items: deque[Item] = deque()
         self._lock = threading.Lock()
+        self._message: object = None  # the message whose delta parts are being numbered
+        self._next_part = 0
 
     def __len__(self) -> int:
         return len(self._items)
 
     def try_put(self, item: Item) -> bool:
         with self._lock:
-            if len(self._items) >= self._capacity:
-                return False
-            self._items.append(item)
-            was_empty = len(self._items) == 1
-        if was_empty:  # the loop drains whatever it can each time it runs
+            return self._append(item, self._capacity)
+
+    def _append(self, item: Item, bound: int) -> bool:
+        """Append while fewer than `bound` items wait; call with the lock held."""
+        if len(self._items) >= bound:
+            return False
+        self._items.append(item)
+        if len(self._items) == 1:  # the loop drains whatever it can each time it runs
             self._wake()
         return True
 
     def offer_delta(self, item: Item) -> bool:
-        """Queue, merge or drop a delta; True when its text will reach the client."""
-        if self.try_put(item):
-            return True
+        """Queue, merge or drop a delta (its `part` is set here); True when its text will
+        reach the client."""
         name, data = item
         with self._lock:
-            if self._items:
-                last_name, last = self._items[-1]
-                merged = last.get("text", "") + data["text"]
-                if (
-                    last_name == name
-                    and last.get("message_id") == data["message_id"]
-                    and len(merged.encode()) <= limits.LIVE_CHUNK_BYTES
-                ):
-                    last["text"] = merged
-                    return True
-        return False
+            if data["message_id"] != self._message:
+                self._message, self._next_part = data["message_id"], 0
+            if self._merge(name, data):
+                return True
+            part, self._next_part = self._next_part, self._next_part + 1
+            return self._append((name, data | {"part": part}), self._capacity // 2)
+
+    def _merge(self, name: str, data: dict[str, Any]) -> bool:
+        """Under pressure, append the text to the last queued delta of the same message."""
+        if len(self._items) < self._capacity // 2:
+            return False
+        last_name, last = self._items[-1]
+        if last_name != name or last["message_id"] != data["message_id"]:
+            return False
+        merged = last["text"] + data["text"]
+        if len(merged.encode("utf-8", "surrogatepass")) > limits.LIVE_CHUNK_BYTES:
+            return False
+        last["text"] = merged
+        return True
 
     async def put(self, item: Item) -> None:
         """Wait for room (polling: this only runs while the client is slow); ChannelFull

@@ -27,6 +27,9 @@ def run() -> int:
 
     server = Server(in_fd, out_fd, os.getcwd(), dict(os.environ))
     install(server)
-    code = server.serve()
+    try:
+        code = server.serve()
+    except Exception:  # noqa: BLE001 - a bug in the loop must end the child, never leave it idle
+        code = 1
     server.cleanup(CLEANUP_WAIT_MS / 1000)
     os._exit(code)

@@ -2,9 +2,12 @@
 
 Every frame carries protocol, version, type, instance_id and a seq that starts at 1 and
 strictly increases across all frames of the child. No frame exceeds FRAME_BYTES including
-its LF: a caller asking for a larger one gets `OversizeFrame` and must send something else.
+its LF: a caller asking for a larger one gets `OversizeFrame`, and one whose text is not
+Unicode (a lone surrogate) gets `UnencodableFrame`; either must send something else. Neither
+spends a seq.
 
-The queue holds at most PENDING_OUTPUT_FRAMES frames (the one being written included). Each
+The queue holds at most PENDING_OUTPUT_FRAMES frames (the one being written included), run
+events only in its lower half. Each
 frame's deadline is fixed when it is enqueued and is not moved by partial writes. The queue
 owns no fd and no clock: the server passes `now` and a write function.
 """
@@ -42,6 +45,10 @@ class OversizeFrame(Exception):
     pass
 
 
+class UnencodableFrame(Exception):
+    pass
+
+
 class OutputFailed(Exception):
     """The child can no longer deliver output: overflow, a missed deadline, a broken pipe."""
 
@@ -59,7 +66,11 @@ class FrameEncoder:
             "instance_id": self.instance_id,
             "seq": self._seq + 1,
         }
-        data = json.dumps(head | body, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        text = json.dumps(head | body, ensure_ascii=False, separators=(",", ":"))
+        try:
+            data = text.encode() + b"\n"
+        except UnicodeEncodeError:
+            raise UnencodableFrame from None
         if len(data) > FRAME_BYTES:
             raise OversizeFrame
         self._seq += 1
@@ -88,9 +99,11 @@ class OutputQueue:
     def __len__(self) -> int:
         return len(self._frames)
 
-    @property
-    def room(self) -> int:
-        return self._limit - len(self._frames)
+    def takes_events(self) -> bool:
+        """Run events enter only while the queue is under half full: the upper half is kept
+        for responses, so a client that stops reading during a fast stream still gets the
+        answer to its `turn.cancel` or `status` (events wait, merge or drop upstream)."""
+        return len(self._frames) < self._limit // 2
 
     def push(self, frame: bytes, now: float) -> None:
         if len(self._frames) >= self._limit:

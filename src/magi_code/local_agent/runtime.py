@@ -9,6 +9,8 @@ State changes happen on the protocol loop only; workers post their results back 
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,18 +20,36 @@ from magi_code import limits
 from magi_code.local_agent.channel import ChannelFull, EventChannel, Item
 from magi_code.local_agent.envelope import Request, valid_name
 from magi_code.local_agent.errors import RequestRejected
-from magi_code.local_agent.output import uuid4
+from magi_code.local_agent.output import OutputFailed, OversizeFrame, UnencodableFrame, uuid4
 from magi_code.local_agent.params import exact
 
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from anyio.from_thread import BlockingPortal
 
-    from magi_code.local_agent.server import Server
     from magi_code.runner.events import MessageDelta, RunEvent
     from magi_code.runner.startup import Admitted
     from magi_code.runner.turn import TurnControl
     from magi_code.sessions import Attachment, SessionStore
     from magi_code.tools.approvals import ApprovalBroker
+
+
+if TYPE_CHECKING:
+
+    class Host(Protocol):
+        """What the runtime may ask of the protocol loop (local_agent/server.py's Server).
+        `wake` and `post` are thread-safe; the rest run on the protocol loop only."""
+
+        def reply(self, request_id: str | None, result: dict[str, Any]) -> None: ...
+        def fail(self, request_id: str | None, code: str) -> None: ...
+        def event(self, name: str, data: dict[str, Any]) -> None: ...
+        def takes_events(self) -> bool: ...  # the output queue has room for run events
+        def wake(self) -> None: ...
+        def post(self, callback: Callable[[], None]) -> None: ...
+        def start_worker(
+            self, work: Callable[[], Any], done: Callable[[Any, BaseException | None], None]
+        ) -> None: ...
 
 
 @dataclass
@@ -49,7 +69,7 @@ class Pending:
 
 
 class LocalRuntime:
-    def __init__(self, server: Server, admitted: Admitted) -> None:
+    def __init__(self, server: Host, admitted: Admitted) -> None:
         from magi_code.sessions import SessionStore
 
         self.server, self.admitted = server, admitted
@@ -72,14 +92,36 @@ class LocalRuntime:
     # ---- the server's Runtime protocol -------------------------------------------------------
 
     def pump(self) -> None:
-        while self.server.queue.room > 0 and (item := self.channel.take()) is not None:
+        while self.server.takes_events() and (item := self.channel.take()) is not None:
             name, data = item
-            self.server.event(name, data)
+            try:
+                self.server.event(name, data)
+            except (OversizeFrame, UnencodableFrame):
+                self._unframable(name)
+                continue
             if name == "run.finished":
                 self.run = self.run_id = None
 
+    def _unframable(self, name: str) -> None:
+        """An event that cannot be framed is never sent half-true: a delta is dropped (its
+        part number goes missing), any other event ends the run with output_unavailable,
+        and a terminal that cannot be sent is an output failure of the child."""
+        if name == "run.finished":
+            raise OutputFailed("unframable terminal")
+        if name != "message.delta" and self.run is not None:
+            self._cancel_run(self.run, "output_unavailable")
+
     def idle(self) -> bool:
         return self.run is None
+
+    def status(self) -> dict[str, str | None]:
+        """The selection and what is attached and running, for the `status` method."""
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "session_id": self.session_id,
+            "run_id": self.run_id,
+        }
 
     def cancel_all(self) -> None:
         if self.operation is not None and not self.operation.answered:
@@ -95,6 +137,11 @@ class LocalRuntime:
         closer.join(timeout)
 
     def _close(self) -> None:
+        if self._portal is not None and "magi_code.providers.clients" in sys.modules:
+            from magi_code.providers.clients import close_clients
+
+            with contextlib.suppress(Exception):  # the pool only holds idle connections here
+                self._portal.call(close_clients)
         if self._portal_cm is not None:
             self._portal_cm.__exit__(None, None, None)  # waits for the run's task to end
         if self.admitted.mcp is not None:  # MCP servers shut down before leases are released
@@ -246,7 +293,11 @@ class LocalRuntime:
     def on_turn_start(self, request: Request) -> None:
         exact(request.params, {"session_id": (str,), "prompt": (str,)})
         prompt = request.params["prompt"]
-        if len(prompt.encode("utf-8", "surrogatepass")) > limits.PROMPT_BYTES or not prompt.strip():
+        try:
+            size = len(prompt.encode("utf-8"))
+        except UnicodeEncodeError:  # a lone surrogate escape: no session file can store it
+            raise RequestRejected("invalid_params") from None
+        if size > limits.PROMPT_BYTES or not prompt.strip():
             raise RequestRejected("invalid_params")
         attachment = self._attached(request.params["session_id"])
         self.check_idle()
@@ -258,35 +309,29 @@ class LocalRuntime:
         self.portal().start_task_soon(self._drive, run, attachment, prompt)
 
     async def _drive(self, run: ActiveRun, attachment: Attachment, prompt: str) -> None:
-        from magi_code.runner.events import RunFinished
-        from magi_code.runner.journal import SessionJournal
-        from magi_code.runner.setup import turn_setup
-        from magi_code.runner.turn import OutputUnavailable, run_turn
+        from magi_code.runner.entry import start_turn
+        from magi_code.runner.turn import OutputUnavailable
         from magi_code.tools.approvals import ApprovalBroker
 
         emit = RunEmitter(self.channel, attachment.session_id, run.run_id)
         broker = run.broker = ApprovalBroker(emit.announce)
-        finished = RunFinished("failed", "not_started", None, "execution_failed")
         try:
-            setup = turn_setup(
+            finished = await start_turn(
                 self.admitted,
+                attachment,
                 (self.provider, self.model, self.thinking),
-                attachment.session_id,
-                run.run_id,
-                broker,
+                prompt,
+                run_id=run.run_id,
+                emitter=emit,
+                control=run.control,
+                approvals=broker,
             )
-            finished = RunFinished("failed", "degraded", None, "execution_failed")
-            journal = SessionJournal(attachment, self.store.path_of(attachment.session_id))
-            finished = await run_turn(setup, journal, emit, run.control, prompt)
-        except Exception:  # noqa: BLE001 - a crashed run still ends in run.finished
-            pass
         finally:
-            broker.deny_all()
             run.ended = True
-            try:
-                await emit.critical(finished)
-            except OutputUnavailable:
-                self.server.post(lambda: self._terminal_lost(run))
+        try:
+            await emit.critical(finished)
+        except OutputUnavailable:
+            self.server.post(lambda: self._terminal_lost(run))
 
     def _terminal_lost(self, run: ActiveRun) -> None:
         if self.run is run:

@@ -25,7 +25,13 @@ from magi_code import limits
 from magi_code.local_agent.envelope import Rejection, Request, parse_request, valid_name
 from magi_code.local_agent.errors import CLOSING_ERRORS, RequestRejected
 from magi_code.local_agent.framing import Frame, FrameDecoder, FrameTooLarge, IncompleteFrame
-from magi_code.local_agent.output import FrameEncoder, OutputFailed, OutputQueue, OversizeFrame
+from magi_code.local_agent.output import (
+    FrameEncoder,
+    OutputFailed,
+    OutputQueue,
+    OversizeFrame,
+    UnencodableFrame,
+)
 from magi_code.local_agent.params import exact
 
 Handler = Callable[["Server", Request], None]
@@ -36,13 +42,10 @@ if TYPE_CHECKING:
     from typing import Any, Protocol
 
     class Runtime(Protocol):
-        """What an admitted child attaches: sessions and turns (see wiring.py)."""
+        """What an admitted child attaches: sessions and turns (local_agent/runtime.py, which
+        sees this server only through its `Host` protocol)."""
 
-        provider: str | None
-        model: str | None
-        session_id: str | None
-        run_id: str | None
-
+        def status(self) -> dict[str, str | None]: ...  # provider, model, session_id, run_id
         def pump(self) -> None: ...  # move worker events into the output queue while it has room
         def cancel_all(self) -> None: ...
         def idle(self) -> bool: ...  # no run still owes its terminal event
@@ -97,16 +100,22 @@ class Server:
         self.queue.write_some(lambda view: os.write(self.out_fd, view))
 
     def reply(self, request_id: str | None, result: dict[str, Any]) -> None:
+        """Send a result; one that cannot be framed (too large, not Unicode) is content_limit."""
         try:
-            self.send(self.encoder.response(request_id, result))
-        except OversizeFrame:
-            self.send(self.encoder.error(request_id, "content_limit"))
+            frame = self.encoder.response(request_id, result)
+        except (OversizeFrame, UnencodableFrame):
+            frame = self.encoder.error(request_id, "content_limit")
+        self.send(frame)
 
     def fail(self, request_id: str | None, code: str) -> None:
         self.send(self.encoder.error(request_id, code))
 
     def event(self, name: str, data: dict[str, Any]) -> None:
         self.send(self.encoder.event(name, data))
+
+    def takes_events(self) -> bool:
+        """Whether the output queue has room for run events (responses keep the rest)."""
+        return self.queue.takes_events()
 
     # ---- workers ---------------------------------------------------------------------------
 
@@ -200,21 +209,22 @@ class Server:
                 "session_id": None,
                 "run_id": None,
             }
-        admitted, runtime = self.admitted, self.runtime
-        run_id = runtime.run_id if runtime is not None else None
+        admitted = self.admitted
+        attached = self.runtime.status() if self.runtime is not None else {}
+        run_id = attached.get("run_id")
         if self.init_state == "failed":
             state, readiness = "failed", self.startup_error
         else:
             state, readiness = ("running" if run_id else "idle"), "ready"
-        provider = runtime.provider if runtime is not None else getattr(admitted, "provider", None)
-        model = runtime.model if runtime is not None else getattr(admitted, "model", None)
+        provider = attached.get("provider", getattr(admitted, "provider", None))
+        model = attached.get("model", getattr(admitted, "model", None))
         return {
             "state": state,
             "readiness": readiness,
             "provider": safe_name(provider),
             "model": safe_name(model),
             "context_id": getattr(admitted, "context_id", None),
-            "session_id": runtime.session_id if runtime is not None else None,
+            "session_id": attached.get("session_id"),
             "run_id": run_id,
         }
 

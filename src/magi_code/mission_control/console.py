@@ -1,7 +1,9 @@
 """Mission Control's entry: the pre-UI startup, the session to attach, then the Textual app.
 
-Order: `driver.startup` (admitted snapshot, retention sweep; a folder-trust question goes
-there) -> the command line's selection and session (`--model`, `--provider`, `--continue`,
+Order: the folder-trust question (below; asked once, on the plain terminal, in an untrusted
+folder holding project definitions; `--prompt` never asks) -> `driver.startup` (admitted
+snapshot, retention sweep), its dropped-key warnings and context notices printed on stderr
+-> the command line's selection and session (`--model`, `--provider`, `--continue`,
 `resume ID`) -> the app, inline in the terminal. A startup failure is one short explanation
 on stderr and exit 1: what is wrong and what to run or edit, never a traceback or a secret.
 Textual is imported here and below only, never on the `serve --stdio` or `exec` paths.
@@ -24,9 +26,54 @@ def banner(driver: Driver) -> str:
     )
 
 
+TRUST_QUESTION = (
+    "magi-code: this folder has project settings or definitions and is not trusted:\n"
+    "{found}\n"
+    "  [t] trust it (recorded in {settings})\n"
+    "  [c] continue without them\n"
+    "  [q] quit\n"
+    "choice [t/c/Q]: "
+)
+
+
+class Quit(Exception):
+    """The person chose to quit before startup."""
+
+
+def ask_trust(cwd: str, mc_home: str) -> bool:
+    """Ask whether to trust `cwd` when it needs asking; False means quit."""
+    from magi_code.config import paths, trust, trust_file
+
+    settings_file = paths.Paths(mc_home).settings
+    found = trust.project_definitions(cwd, mc_home)
+    if not found or trust.trusted_for(cwd, settings_file):
+        return True
+    listed = "\n".join(f"  {path}" for path in found)
+    print(TRUST_QUESTION.format(found=listed, settings=settings_file), end="", file=sys.stderr)
+    sys.stderr.flush()
+    answer = sys.stdin.readline().strip().lower()
+    if answer in ("t", "trust"):
+        try:
+            trust_file.trust(settings_file, cwd)
+        except trust_file.TrustFileError as failed:
+            print(f"magi-code: {failed}", file=sys.stderr)
+            return False
+        return True
+    return answer in ("c", "continue")
+
+
 def prepare(launch: Launch, env: dict[str, str]) -> Driver:
-    """Everything before the screen; raises LaunchError."""
-    admitted, pruned = startup(os.getcwd(), env)
+    """Everything before the screen; raises LaunchError, or Quit at the trust question."""
+    from magi_code.config import paths
+
+    cwd = os.path.realpath(os.getcwd())
+    if launch.prompt is None and not ask_trust(cwd, paths.resolve_home(env)):
+        raise Quit
+    admitted, pruned = startup(cwd, env, launch.agent)
+    for dropped in admitted.dropped:
+        print(f"magi-code: {dropped.warning()}", file=sys.stderr)
+    for notice in admitted.notices:
+        print(f"magi-code: {notice}", file=sys.stderr)
     driver = Driver(admitted)
     try:
         driver.grants.mode = launch.approval_mode  # type: ignore[assignment]
@@ -57,6 +104,8 @@ def run(launch: Launch) -> int:
         driver = prepare(launch, dict(os.environ))
     except LaunchError as failed:
         print(failed.explain(), file=sys.stderr)
+        return 1
+    except Quit:
         return 1
     from magi_code.mission_control.app import MissionControl
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import anyio
 
@@ -31,19 +31,18 @@ from magi_code.mission_control.observe import (
 )
 from magi_code.mission_control.preview import Preview, preview
 from magi_code.providers.base import Usage
-from magi_code.runner.events import RunFinished
+from magi_code.runner.entry import start_turn
+from magi_code.runner.events import Activity, MessageDelta, RunEvent, RunFinished
 from magi_code.runner.journal import SessionJournal
-from magi_code.runner.setup import context_window, tool_env, turn_setup
+from magi_code.runner.setup import context_window, parts, turn_setup
 from magi_code.runner.startup import Admitted, StartupError, admit
-from magi_code.runner.turn import Emitter, Turn, TurnControl, run_turn
+from magi_code.runner.turn import Emitter, Turn, TurnControl, TurnSetup
 from magi_code.sessions import Attachment, Selection, SessionError, SessionStore
 from magi_code.sessions.reader import decode_record
 from magi_code.sessions.retention import auto_prune, scan
 from magi_code.tools.approvals import ApprovalBroker
 from magi_code.tools.base import ToolContext, ToolInputError, ToolOutcome
-from magi_code.tools.builtin import builtin_tools
 from magi_code.tools.paths import display
-from magi_code.tools.policy import Policy
 from magi_code.tools.summaries import safe_summary
 
 HEADER_BYTES = 64 * 1024  # how far a session file is read for its header line
@@ -76,9 +75,9 @@ class LaunchError(Exception):
         self.code, self.detail = code, detail
 
     def explain(self) -> str:
-        lines = [f"magi-code: cannot start: {self.code}"]
-        lines += [f"  {text}" for text in (self.detail, HINTS.get(self.code, "")) if text]
-        return "\n".join(lines)
+        detail = f" ({self.detail})" if self.detail else ""
+        hint = HINTS.get(self.code)
+        return f"magi-code: startup failed: {self.code}{detail}" + (f"\n  {hint}" if hint else "")
 
 
 @dataclass(frozen=True)
@@ -91,18 +90,19 @@ class Launch:
     provider: str | None = None
     model: str | None = None
     approval_mode: str = "ask"
+    agent: str | None = None  # --agent: the primary agent profile
 
 
-def startup(cwd: str, env: Mapping[str, str]) -> tuple[Admitted, int]:
+def startup(cwd: str, env: Mapping[str, str], agent: str | None = None) -> tuple[Admitted, int]:
     """The pre-UI steps: the admitted snapshot, then the retention sweep. Raises LaunchError.
     Returns the snapshot and how many expired sessions the sweep removed."""
     from magi_code.config.settings import SettingsError
 
     try:
-        admitted = admit(cwd, env)
+        admitted = admit(cwd, env, agent=agent)
     except StartupError as failed:
         cause = failed.__cause__
-        detail = str(cause) if isinstance(cause, SettingsError) else ""  # fixed phrases
+        detail = failed.detail or (str(cause) if isinstance(cause, SettingsError) else "")
         if failed.code == "provider_unavailable":
             detail = unavailable_provider(cwd, env)
         raise LaunchError(failed.code, detail) from None
@@ -362,35 +362,30 @@ class Driver:
         return Observer(on_usage=on_usage, on_reasoning=face.reasoning, previewer=call_preview)
 
     async def turn(self, prompt: str, face: Face, control: TurnControl) -> RunFinished:
-        """One turn of the attached session; always returns its RunFinished."""
+        """One turn of the attached session through the runner's entry; always returns its
+        RunFinished."""
         if self.attachment is None:
             self.new_session()
         assert self.attachment is not None
-        attachment = self.attachment
         self.tally.new_turn()
         observer = self.observer(face)
-        broker = self.broker(face, observer)
-        finished = RunFinished("failed", "not_started", None, "execution_failed")
-        try:
-            setup = turn_setup(
-                self.admitted,
-                (self.provider, self.model, self.thinking),
-                attachment.session_id,
-                os.urandom(16).hex(),
-                broker,
-            )
+
+        def observe(setup: TurnSetup) -> None:
             setup.provider = ObservedProvider(setup.provider, observer)
             setup.tools = {name: ObservedTool(t, observer) for name, t in setup.tools.items()}
             setup.policy = FacePolicy.over(setup.policy, self.grants)
-            journal = SessionJournal(attachment, self.store.path_of(attachment.session_id))
-            finished = RunFinished("failed", "degraded", None, "execution_failed")
-            journaled = FaceJournal(journal, observer, face)
-            finished = await run_turn(setup, journaled, face, control, prompt)
-        except Exception as crashed:  # noqa: BLE001 - a crashed run still ends, said on screen
-            self.notices.append(f"The run stopped on an internal error ({type(crashed).__name__}).")
-        finally:
-            broker.deny_all()
-        return finished
+
+        return await start_turn(
+            self.admitted,
+            self.attachment,
+            (self.provider, self.model, self.thinking),
+            prompt,
+            run_id=os.urandom(16).hex(),
+            emitter=FaceEmitter(face, observer),
+            control=control,
+            approvals=self.broker(face, observer),
+            observe=observe,
+        )
 
     def broker(self, face: "Face", observer: Observer) -> ApprovalBroker:
         """An approval broker whose announcements become the face's approvals."""
@@ -423,17 +418,19 @@ class Driver:
         It is shown, not recorded in the session: the model did not ask for it."""
         observer = self.observer(face)
         broker = self.broker(face, observer)
-        tool = ObservedTool(builtin_tools()["shell"], observer)
-        ctx = ToolContext(Path(self.admitted.cwd), tool_env(self.admitted))
+        built = parts(self.admitted)  # the turn's own tools, environment and policy
+        shell = built.tools.get("shell")
+        if shell is None:
+            return ToolOutcome(False, "", "the agent profile does not offer the shell tool")
+        tool = ObservedTool(shell, observer)
+        ctx = ToolContext(Path(self.admitted.cwd), built.env)
         try:
             args = tool.parse(json.dumps({"command": command}))
         except ToolInputError as bad:
             return ToolOutcome(False, "", f"rejected: {bad.code}")
         access = tool.access(args, ctx)
         summary = safe_summary(tool.describe(args, ctx))
-        policy = FacePolicy.over(
-            Policy.from_settings(self.admitted.settings.get("permissions")), self.grants
-        )
+        policy = FacePolicy.over(built.policy, self.grants)
         decision = policy.decide(tool.name, access, ctx.workspace)
         try:
             allowed = decision == "allow" or (decision == "ask" and await broker.request(summary))
@@ -449,8 +446,8 @@ class Driver:
         attachment = self.attachment
         if attachment is None or not attachment.durable:
             return "Nothing to compact yet."
-        journal = SessionJournal(attachment, self.store.path_of(attachment.session_id))
-        last_prompt = last_user_id(journal)
+        journal = SessionJournal(attachment)
+        last_prompt = last_user_id(attachment)
         if last_prompt is None:
             return "Nothing to compact yet."
         broker = self.broker(face, Observer())
@@ -495,25 +492,20 @@ class Driver:
         return sorted(n for n, s in servers.items() if isinstance(s, dict) and s.get("enabled"))
 
 
-class FaceJournal:
-    """The session journal, telling the face each tool's output once the runner records it."""
+class FaceEmitter:
+    """The face as the runner's emitter, handed each tool's output (which run events do not
+    carry) just before the activity that ends the call."""
 
-    def __init__(self, inner: SessionJournal, observer: Observer, face: Face) -> None:
-        self.inner, self.observer, self.face = inner, observer, face
+    def __init__(self, face: Face, observer: Observer) -> None:
+        self.face, self.observer = face, observer
 
-    def append(self, record: dict[str, Any], *, fsync: bool) -> None:
-        self.inner.append(record, fsync=fsync)
-        if record.get("type") == "tool" and record.get("state") != "started":
+    def delta(self, event: MessageDelta) -> None:
+        self.face.delta(event)
+
+    async def critical(self, event: RunEvent) -> None:
+        if isinstance(event, Activity) and event.kind == "tool" and event.state != "started":
             self.face.tool_output(self.observer.output, self.observer.preview)
-
-    def acknowledge(self, stored_message_id: str) -> tuple[str, str]:
-        return self.inner.acknowledge(stored_message_id)
-
-    def revision(self) -> str | None:
-        return self.inner.revision()
-
-    def replay(self) -> list[Any]:
-        return self.inner.replay()
+        await self.face.critical(event)
 
 
 def call_preview(call: PendingCall) -> Preview | None:
@@ -566,9 +558,9 @@ def user_prompts(path: Path, session_id: str) -> list[str]:
     return found
 
 
-def last_user_id(journal: SessionJournal) -> str | None:
+def last_user_id(attachment: Attachment) -> str | None:
     last = None
-    for record in journal.records():
+    for record in attachment.records():
         if record.get("type") == "user":
             last = str(record.get("message_id"))
     return last

@@ -9,7 +9,8 @@
   approval's preview) and the output it produced (for the card's expanded view).
 - `FacePolicy` is the settings policy plus what this person granted while the process lives:
   exact rules from "allow for this session" and the approval mode. It only ever turns an
-  `ask` into an `allow`; a `deny` from the settings stays a deny.
+  `ask` into an `allow`, and only where the person's own rules asked: a `deny`, an untrusted
+  project's or agent profile's narrowing and a protected path still decide.
 
 The runner is sequential within a turn (one tool call at a time), so one `Observer` slot per
 turn is enough.
@@ -18,7 +19,7 @@ turn is enough.
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -134,19 +135,20 @@ class FacePolicy(Policy):
 
     @classmethod
     def over(cls, policy: Policy, grants: Grants) -> "FacePolicy":
-        return cls(
-            policy.default_read, policy.default_write, policy.default_shell, policy.rules, grants
-        )
+        kept = {f.name: getattr(policy, f.name) for f in fields(Policy)}
+        return cls(**kept, grants=grants)
 
-    def decide(self, tool: str, access: Access, workspace: Path) -> Decision:
-        decision = super().decide(tool, access, workspace)
-        if decision != "ask":
-            return decision
-        if grant_key(tool, access) in self.grants.exact:
-            return "allow"
-        if self.grants.mode == "full":
-            return "allow"
-        in_workspace = all(inside(path, workspace) for path in access.paths)
-        if self.grants.mode == "edits" and access.kind == "write" and in_workspace:
-            return "allow"
-        return "ask"
+    def _decide_one(self, tool: str, access: Access, path: Path | None, ws: Path) -> Decision:
+        decided = super()._decide_one(tool, access, path, ws)
+        if decided != "ask" or not self._granted(tool, access, path, ws):
+            return decided
+        # Widened, but never past what the layers above the person's own rules demand: an
+        # untrusted project's or a profile's narrowing, and protected paths.
+        floor = Policy("allow", "allow", "allow", (), self.narrowing, self.protected)
+        return floor._decide_one(tool, access, path, ws)
+
+    def _granted(self, tool: str, access: Access, path: Path | None, ws: Path) -> bool:
+        if grant_key(tool, access) in self.grants.exact or self.grants.mode == "full":
+            return True
+        in_workspace = path is not None and inside(path, ws)
+        return self.grants.mode == "edits" and access.kind == "write" and in_workspace

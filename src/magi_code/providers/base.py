@@ -116,6 +116,24 @@ class ProviderError(Exception):
         return self.code if self.status is None else f"{self.code} (HTTP {self.status})"
 
 
+_FAILURE_SUMMARIES: dict[ProviderErrorCode, str] = {
+    "auth_failed": "The provider refused the credentials.",
+    "rate_limited": "The provider is rate limiting requests; try again later.",
+    "server_error": "The provider failed with a server error.",
+    "transport_failed": "The provider could not be reached, or stopped answering.",
+    "malformed_stream": "The provider sent a reply that could not be read.",
+    "context_overflow": "The conversation is too long for the model's context window.",
+    "refused": "The provider refused the request.",
+}
+
+
+def failure_summary(error: ProviderError) -> str:
+    """A fixed phrase for a failure a user can act on: its class and HTTP status, never the
+    body, the URL or a credential."""
+    summary = _FAILURE_SUMMARIES[error.code]
+    return summary if error.status is None else f"{summary} (HTTP {error.status})"
+
+
 class Provider(Protocol):
     """One configured provider. `stream` is an async generator; closing it cancels the request."""
 

@@ -19,7 +19,13 @@ from magi_code.limits import DISCOVERY_CACHE_S
 from magi_code.providers.base import ProviderError
 from magi_code.providers.http import HttpPolicy, control_request, status_error
 from magi_code.providers.limits import CATALOG_BODY_BYTES
-from magi_code.providers.registry import ConfigurationInvalid, api_key, base_url, wire_api
+from magi_code.providers.registry import (
+    ConfigurationInvalid,
+    api_key,
+    base_url,
+    scoped_credentials,
+    wire_api,
+)
 
 CACHE_FILE = "models-cache.json"
 
@@ -137,6 +143,7 @@ async def build_catalog(
     refresh: bool = False,
     policy: HttpPolicy | None = None,
     now: float | None = None,
+    sent_to: Mapping[str, Mapping[str, object]],  # registry: where credentials may go
 ) -> Catalog:
     policy = policy or HttpPolicy(attempts=1)
     now = time.time() if now is None else now
@@ -152,7 +159,9 @@ async def build_catalog(
         entry = cache.get(provider_id)
         if refresh or not _fresh(entry, now):
             try:
-                models = await fetch_listing(provider_id, conf, credentials, env, policy)
+                origin = sent_to.get(provider_id)
+                store, scoped_env = scoped_credentials(provider_id, conf, credentials, env, origin)
+                models = await fetch_listing(provider_id, conf, store, scoped_env, policy)
             except (ProviderError, ConfigurationInvalid, CredentialsError):
                 failed.append(provider_id)
             else:

@@ -23,13 +23,6 @@ DEFAULT_TOKEN_URL = "https://auth.openai.com/oauth/token"
 DEFAULT_CLIENT_ID = "app_EMoamEEZ73f0CkXaXp7hrann"  # the Codex CLI's public OAuth client
 
 
-def tokens_ready(tokens: OAuthTokens | None, now: float) -> bool:
-    """Local readiness: an access token that is unexpired, or a refresh token to renew it."""
-    if tokens is None or not tokens.access_token:
-        return False
-    return tokens.expires_at > now or bool(tokens.refresh_token)
-
-
 def account_id_from_id_token(id_token: object) -> str | None:
     """The ChatGPT account id claim of an id token (read, not verified: it only routes)."""
     if not isinstance(id_token, str) or id_token.count(".") != 2:

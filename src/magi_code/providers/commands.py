@@ -10,13 +10,14 @@ import getpass
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 import anyio
 
 from magi_code.config.credentials import CredentialsError, CredentialStore
 from magi_code.providers.catalog import build_catalog
+from magi_code.providers.clients import closing
 from magi_code.providers.signin import DEFAULT_CALLBACK_PORT, Endpoints, SignInFailed, sign_in
 
 
@@ -33,7 +34,9 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
         return stop.code if isinstance(stop.code, int) else 2
 
 
-def login(argv: list[str], mc_home: Path) -> int:
+def login(argv: list[str], mc_home: Path, known: Collection[str] | None = None) -> int:
+    """Store a credential for a provider `known` lists (global settings and presets): a name
+    only a project defines must never receive one."""
     parser = _Parser(prog="magi-code login")
     parser.add_argument("provider")
     parser.add_argument("--api-key-stdin", action="store_true", help="read the key from stdin")
@@ -49,6 +52,12 @@ def login(argv: list[str], mc_home: Path) -> int:
     args = _parse(parser, argv)
     if isinstance(args, int):
         return args
+    if known is not None and args.provider not in known:
+        print(
+            "magi-code login: no such provider in the global settings or presets",
+            file=sys.stderr,
+        )
+        return 2
     store = CredentialStore(mc_home)
     if args.chatgpt or args.provider == "codex":
         return _sign_in(args, store)
@@ -69,11 +78,13 @@ def _sign_in(args: argparse.Namespace, store: CredentialStore) -> int:
     endpoints = Endpoints(args.client_id, args.token_url, args.authorize_url, args.device_url)
     try:
         tokens = anyio.run(
-            lambda: sign_in(
-                endpoints,
-                device=args.device,
-                port=args.callback_port,
-                open_browser=not args.no_browser,
+            lambda: closing(
+                sign_in(
+                    endpoints,
+                    device=args.device,
+                    port=args.callback_port,
+                    open_browser=not args.no_browser,
+                )
             )
         )
     except SignInFailed:
@@ -110,7 +121,12 @@ def logout(argv: list[str], mc_home: Path) -> int:
     return 0
 
 
-def models(argv: list[str], mc_home: Path, settings: Mapping[str, object]) -> int:
+def models(
+    argv: list[str],
+    mc_home: Path,
+    settings: Mapping[str, object],
+    sent_to: Mapping[str, Mapping[str, object]],  # where credentials may go
+) -> int:
     parser = _Parser(prog="magi-code models")
     parser.add_argument("--refresh", action="store_true", help="bypass the discovery cache")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -124,7 +140,11 @@ def models(argv: list[str], mc_home: Path, settings: Mapping[str, object]) -> in
     }
     store = CredentialStore(mc_home)
     env = dict(os.environ)
-    catalog = anyio.run(lambda: build_catalog(providers, mc_home, store, env, refresh=args.refresh))
+    catalog = anyio.run(
+        lambda: closing(
+            build_catalog(providers, mc_home, store, env, refresh=args.refresh, sent_to=sent_to)
+        )
+    )
     if args.json:
         print(json.dumps(catalog.as_json(), ensure_ascii=False))
     else:

@@ -16,7 +16,8 @@ It owns the mapping from HTTP outcomes to `ProviderError` codes:
 
 A retry happens only before the first event was handed on: after that a retry would repeat
 output, so the error goes up with `retryable` set. It must never log or raise a response body,
-a credential, or a URL's query or user info. httpx2 is imported only when a client is built.
+a credential, or a URL's query or user info. Clients come from `clients` (one per origin,
+reused); httpx2 is imported only when the first request is made.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 import email.utils
 import logging
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -38,6 +39,8 @@ from magi_code.providers.limits import (
     RETRY_ATTEMPTS,
     RETRY_BASE_DELAY_S,
     RETRY_MAX_DELAY_S,
+    STREAM_DRAIN_BYTES,
+    STREAM_DRAIN_S,
 )
 from magi_code.providers.sse import SSEDecoder, SSEError, SSEEvent
 
@@ -116,21 +119,11 @@ _TRANSPORT_LOGGERS = (
 )
 
 
-def new_client(policy: HttpPolicy) -> httpx2.AsyncClient:
-    import httpx2
-
+def quiet_transport_logs() -> None:
     for name in _TRANSPORT_LOGGERS:
         logger = logging.getLogger(name)
         if _QUIET not in logger.filters:
             logger.addFilter(_QUIET)
-
-    timeout = httpx2.Timeout(
-        connect=policy.connect_s,
-        read=policy.inactivity_s,  # between received chunks: the inactivity bound
-        write=policy.inactivity_s,
-        pool=policy.connect_s,
-    )
-    return httpx2.AsyncClient(timeout=timeout, trust_env=False, follow_redirects=False)
 
 
 async def read_bounded(response: httpx2.Response, limit: int) -> BoundedBody:
@@ -204,33 +197,43 @@ async def stream_sse(
     headers: Mapping[str, str],
     body: Mapping[str, object],
     policy: HttpPolicy,
+    until: Callable[[], bool] = lambda: False,
 ) -> AsyncGenerator[SSEEvent]:
-    """POST `body` and yield the response's server-sent events, with bounded retries."""
+    """POST `body` and yield the response's server-sent events, with bounded retries.
+
+    Once `until()` holds after an event was taken, the rest of the body is read and dropped
+    (bounded), so that the connection goes back to the pool, and the stream ends."""
     import httpx2
+
+    from magi_code.providers.clients import client_for
 
     attempt = 0
     while True:
         attempt += 1
         delivered = False
         try:
-            async with new_client(policy) as client:
-                req = client.stream("POST", url, headers=dict(headers), json=dict(body))
-                async with req as response:
-                    if not 200 <= response.status_code < 300:
-                        raise await _failed_status(response, policy)
-                    decoder = SSEDecoder()
-                    async for chunk in response.aiter_bytes():
-                        for event in decoder.feed(chunk):
-                            delivered = True
-                            yield event
-                    for event in decoder.end():
+            client = client_for(url, policy)
+            req = client.stream("POST", url, headers=dict(headers), json=dict(body))
+            async with req as response:
+                if not 200 <= response.status_code < 300:
+                    raise await _failed_status(response, policy)
+                decoder = SSEDecoder()
+                chunks = response.aiter_bytes()
+                async for chunk in chunks:
+                    for event in decoder.feed(chunk):
                         delivered = True
                         yield event
-                    if delivered:
-                        return
-                    # No event at all is never a generation: the body was cut before its
-                    # first event, which a retry may well get whole.
-                    error, retry_after = ProviderError("transport_failed", retryable=True), None
+                        if until():
+                            await _drain(chunks)
+                            return
+                for event in decoder.end():
+                    delivered = True
+                    yield event
+                if delivered:
+                    return
+                # No event at all is never a generation: the body was cut before its
+                # first event, which a retry may well get whole.
+                error, retry_after = ProviderError("transport_failed", retryable=True), None
         except _Failed as failed:
             error, retry_after = failed.error, failed.retry_after
         except SSEError:
@@ -243,6 +246,22 @@ async def stream_sse(
         if delivered or not error.retryable or attempt >= policy.attempts:
             raise error
         await policy.sleep(backoff_s(attempt, policy, retry_after))
+
+
+async def _drain(chunks: AsyncIterator[bytes]) -> None:
+    """Read what follows the terminal event to the body's end, within bounds: a response read
+    to its end leaves its connection to the pool; one left unread would close it."""
+    import httpx2
+
+    left = STREAM_DRAIN_BYTES
+    with anyio.move_on_after(STREAM_DRAIN_S):
+        try:
+            async for chunk in chunks:
+                left -= len(chunk)
+                if left < 0:
+                    return
+        except (httpx2.HTTPError, httpx2.StreamError):
+            return  # the answer is complete: a broken tail only costs the connection
 
 
 async def _failed_status(response: httpx2.Response, policy: HttpPolicy) -> _Failed:
@@ -268,18 +287,18 @@ async def control_request(
     limit = policy.body_bytes if body_bytes is None else body_bytes
     status: int | None = None
     body = BoundedBody("", False)
+    from magi_code.providers.clients import client_for
+
     try:
         with anyio.move_on_after(policy.body_deadline_s):
-            async with (
-                new_client(policy) as client,
-                client.stream(
-                    method,
-                    url,
-                    headers=dict(headers or {}),
-                    data=dict(form) if form is not None else None,
-                    json=dict(json) if json is not None else None,
-                ) as response,
-            ):
+            client = client_for(url, policy)
+            async with client.stream(
+                method,
+                url,
+                headers=dict(headers or {}),
+                data=dict(form) if form is not None else None,
+                json=dict(json) if json is not None else None,
+            ) as response:
                 status = response.status_code
                 body = await read_bounded(response, limit)
     except (httpx2.RequestError, httpx2.InvalidURL):

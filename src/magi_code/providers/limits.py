@@ -26,3 +26,11 @@ TOKEN_REFRESH_MARGIN_S = 60.0
 # Sign-in: the longest wait for the user; the device flow's poll interval floor.
 SIGN_IN_WAIT_S = 900.0
 DEVICE_POLL_MIN_S = 1.0
+
+# A pooled connection is reused only if its response was read to its end: after the terminal
+# event, the rest of a stream is read and dropped, within these bounds (else the connection
+# is closed and the next request opens a new one).
+STREAM_DRAIN_S = 0.5
+STREAM_DRAIN_BYTES = 64 * 1024
+# How long an idle pooled connection is kept for the next request (of this turn or the next).
+KEEPALIVE_S = 30.0

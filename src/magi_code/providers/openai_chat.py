@@ -177,12 +177,11 @@ class OpenAIChatProvider:
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         state = ChatStreamState()
         url = self.base_url.rstrip("/") + "/chat/completions"
-        events = stream_sse(url, self.headers(), request_body(request), self.policy)
-        async with aclosing(events):
+        body = request_body(request)
+        events = stream_sse(url, self.headers(), body, self.policy, until=lambda: state.done)
+        async with aclosing(events):  # closing this stream closes the request now
             async for sse in events:
                 for event in state.chunk(sse.data):
                     yield event
-                if state.done:
-                    break
         for event in state.finish_events():
             yield event

@@ -2,18 +2,29 @@
 
 Settings per provider are a plain mapping (from TOML): wire_api, base_url, api_key_env,
 models, discover, and for Codex token_url / client_id. Readiness is local only: it must
-never touch the network. Wire modules are imported only when a provider is built.
+never touch the network, and it runs before `initialize` answers, so this module imports
+nothing heavy. Wire modules and the HTTP layer are imported only when a provider is built.
+
+Credentials go only where the user sent them: `sent_to` is the provider's table as the global
+settings or a built-in preset define it (None for a provider only a project defines). A stored
+or environment credential is attached only when the effective wire, base URL and credential
+source are exactly those; otherwise the provider is built with no credential at all. (The
+HTTP client never follows redirects, so no credential reaches another origin that way.)
 """
+
+from __future__ import annotations
 
 import importlib
 import time
 from collections.abc import Mapping
-from typing import cast
-from urllib.parse import urlsplit
 
-from magi_code.config.credentials import CredentialsError, CredentialStore
-from magi_code.providers.base import Provider
-from magi_code.providers.http import HttpPolicy
+from magi_code.config.credentials import CredentialsError, NoCredentials
+
+TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
+if TYPE_CHECKING:  # readiness runs on the path to `initialize`: the HTTP layer is not loaded
+    from magi_code.config.credentials import CredentialStore, OAuthTokens
+    from magi_code.providers.base import Provider
+    from magi_code.providers.http import HttpPolicy
 
 WIRE_APIS = ("openai-responses", "openai-chat", "anthropic", "codex", "fixture")
 DEFAULT_BASE_URLS = {
@@ -41,14 +52,28 @@ def base_url(conf: Mapping[str, object], wire: str) -> str:
     value = conf.get("base_url", DEFAULT_BASE_URLS.get(wire, ""))
     if not isinstance(value, str) or not value.startswith(("http://", "https://")):
         raise ConfigurationInvalid("base_url must be an http(s) URL")
-    try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018 - raises on a port that is not a number in range
-    except ValueError:
-        raise ConfigurationInvalid("base_url is not a valid URL") from None
-    if not parts.hostname or any(c in value for c in " \t\r\n\x00"):
+    if not _authority_ok(value) or any(c in value for c in " \t\r\n\x00"):
         raise ConfigurationInvalid("base_url is not a valid URL")
     return value
+
+
+def _authority_ok(url: str) -> bool:
+    """A host, and a port that is a number in range if there is one: what `urlsplit` would
+    accept, read with string methods because `urllib.parse` is not loaded before `initialize`."""
+    authority = url.split("://", 1)[1]
+    for end in "/?#":
+        authority = authority.split(end, 1)[0]
+    host = authority.rpartition("@")[2]
+    if host.startswith("["):
+        name, bracket, port = host[1:].partition("]")
+        if not bracket or (port and not port.startswith(":")):
+            return False
+        port = port[1:]
+    else:
+        name, _, port = host.partition(":")
+    if not name:
+        return False
+    return not port or (port.isascii() and port.isdigit() and int(port) <= 65535)
 
 
 def api_key(
@@ -65,9 +90,47 @@ def api_key(
     return credentials.api_key(provider_id)
 
 
+_CREDENTIAL_SOURCE = ("api_key_env", "token_url", "client_id")
+
+
+def credential_allowed(
+    provider_id: str, conf: Mapping[str, object], sent_to: Mapping[str, object] | None
+) -> bool:
+    """Whether `conf` sends its credential where `sent_to` (global settings or preset) says."""
+    if sent_to is None:
+        return False
+    try:
+        wire = wire_api(provider_id, sent_to)
+        same_place = wire_api(provider_id, conf) == wire and base_url(conf, wire) == base_url(
+            sent_to, wire
+        )
+    except ConfigurationInvalid:
+        return False
+    return same_place and all(conf.get(k) == sent_to.get(k) for k in _CREDENTIAL_SOURCE)
+
+
+def scoped_credentials(
+    provider_id: str,
+    conf: Mapping[str, object],
+    credentials: CredentialStore,
+    env: Mapping[str, str],
+    sent_to: Mapping[str, object] | None,
+) -> tuple[CredentialStore, Mapping[str, str]]:
+    if credential_allowed(provider_id, conf, sent_to):
+        return credentials, env
+    return NoCredentials(), {}
+
+
 def _keyless_ok(url: str) -> bool:
     rest = url.split("://", 1)[1]
     return rest.startswith(_LOOPBACK_HOSTS)
+
+
+def tokens_ready(tokens: OAuthTokens | None, now: float) -> bool:
+    """Codex readiness: an access token that is unexpired, or a refresh token to renew it."""
+    if tokens is None or not tokens.access_token:
+        return False
+    return tokens.expires_at > now or bool(tokens.refresh_token)
 
 
 def check_readiness(
@@ -76,17 +139,18 @@ def check_readiness(
     credentials: CredentialStore,
     env: Mapping[str, str],
     now: float | None = None,
+    *,
+    sent_to: Mapping[str, object] | None,
 ) -> str | None:
     """None when the provider can be used; else "configuration_invalid" or
     "provider_unavailable". Local only: files and environment, never the network."""
+    credentials, env = scoped_credentials(provider_id, conf, credentials, env, sent_to)
     try:
         wire = wire_api(provider_id, conf)
         if wire == "fixture":
             return None
         url = base_url(conf, wire)
         if wire == "codex":
-            from magi_code.providers.codex import tokens_ready
-
             tokens = credentials.oauth(provider_id)
             ready = tokens_ready(tokens, time.time() if now is None else now)
             return None if ready else "provider_unavailable"
@@ -104,12 +168,19 @@ def build_provider(
     credentials: CredentialStore,
     env: Mapping[str, str],
     policy: HttpPolicy | None = None,
+    *,
+    sent_to: Mapping[str, object] | None,
 ) -> Provider:
+    credentials, env = scoped_credentials(provider_id, conf, credentials, env, sent_to)
+
+    from magi_code.providers.http import HttpPolicy
+
     wire = wire_api(provider_id, conf)
     if wire == "fixture":
         # The lead's module; imported by name so this file does not depend on it at check time.
         fixture = importlib.import_module("magi_code.providers.fixture")
-        return cast(Provider, fixture.FixtureProvider())
+        provider: Provider = fixture.FixtureProvider()
+        return provider
     url = base_url(conf, wire)
     policy = policy or HttpPolicy()
     if wire == "codex":

@@ -9,7 +9,8 @@ Rules, in the order they apply to each chunk:
   `SSEError`; bytes of an incomplete event wait in the buffer and are scanned only once.
 - Field semantics follow openai-python's `SSEDecoder` (the provider client): a blank line
   dispatches when event, data, id or retry is set; the last id persists across events.
-- At end of stream an unterminated final event is not delivered, as openai-python does.
+- At end of stream a final event that arrived whole (it ends on a line end and has a data
+  line) is delivered although no blank line followed: the provider client's EOF-tail delivery.
 - One event may hold at most `max_event_bytes`; a longer one raises `SSEError`.
 This is not a browser EventSource: `retry` is reported, never acted on; nothing reconnects.
 """
@@ -131,13 +132,28 @@ class SSEDecoder:
                 raise SSEError("event_too_large")
 
     def end(self) -> list[SSEEvent]:
-        """The stream ended: an unterminated final event is dropped, as the provider client does.
+        """The stream ended: dispatch the pending event if it arrived whole.
 
-        Returns the (always empty) list of events the end delivers, so callers treat end like feed.
+        The buffer starts at a line start and holds no blank line: it is the field lines of
+        one event. Bytes after its last line end are a line cut in the middle, so the event is
+        incomplete and dropped; an event without a data line is not dispatched (EventSource's
+        own rule), so lines cut off before their data never pass for an event.
+        Returns the events the end delivers (none or one), so callers treat end like feed.
         """
-        self._buf.clear()
+        buf = self._buf
+        whole = bytes(buf) if buf[-1:] == b"\n" else b""
+        buf.clear()
         self._scan = 0
-        return []
+        if not whole:
+            return []
+        try:
+            lines = whole.decode("utf-8")[:-1]
+        except UnicodeDecodeError:
+            raise SSEError("malformed_utf8") from None
+        if not any(line.partition(":")[0] == "data" for line in lines.split("\n")):
+            return []
+        event = self._parse(lines)
+        return [] if event is None else [event]
 
     def _normalise(self, chunk: bytes) -> bytes:
         if self._skip_lf:

@@ -61,12 +61,19 @@ async def stream_until_finished(
     state: FinishingState,
 ) -> AsyncGenerator[ProviderEvent]:
     """Feed every event to `state` until it is finished; a stream that ends before that was
-    cut short (retryable: the transport retry policy decides)."""
-    events = stream_sse(url, headers, body, policy)
+    cut short (retryable: the transport retry policy decides). The terminal events are handed
+    on once the rest of the body was read, so that its connection is reused."""
+    events = stream_sse(url, headers, body, policy, until=lambda: state.finished)
+    final: list[ProviderEvent] = []
     async with aclosing(events):
         async for sse in events:
-            for event in state.event(sse.data):
-                yield event
+            out = state.event(sse.data)
             if state.finished:
-                return
-    raise ProviderError("malformed_stream", retryable=True, detail="stream cut short")
+                final = out
+                continue
+            for event in out:
+                yield event
+    if not state.finished:
+        raise ProviderError("malformed_stream", retryable=True, detail="stream cut short")
+    for event in final:
+        yield event

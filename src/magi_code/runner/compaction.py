@@ -3,7 +3,9 @@ context window, the conversation before the current prompt is replaced by a summ
 model writes, recorded as a `compaction` record so later turns replay from it.
 
 Token counts come from the provider's last usage figure plus a bytes/4 estimate of what was
-added since; without a usage figure, the whole request is estimated at bytes/4.
+added since; without a usage figure, the whole request is estimated at bytes/4. A replay hands
+its items over as `SizedItems`, which know the size of what was replayed, so that estimate
+costs what a turn added, not the whole history, at every turn's first model call.
 """
 
 from collections.abc import Sequence
@@ -30,10 +32,25 @@ def item_bytes(item: Item) -> int:
     return 0
 
 
+class SizedItems(list[Item]):
+    """A list of items that knows the total `item_bytes` of its first `sized` items. Items
+    may be appended; the first `sized` must not be replaced (a replay's owner only appends)."""
+
+    def __init__(self, items: Sequence[Item], size: int) -> None:
+        super().__init__(items)
+        self.sized, self.size = len(items), size
+
+
+def total_bytes(items: Sequence[Item]) -> int:
+    if isinstance(items, SizedItems) and len(items) >= items.sized:
+        return items.size + sum(map(item_bytes, items[items.sized :]))
+    return sum(map(item_bytes, items))
+
+
 def estimate_tokens(items: Sequence[Item], usage: Usage | None, counted: int) -> int:
     """`counted` items were part of the request `usage` reports on."""
     if usage is None:
-        return sum(map(item_bytes, items)) // 4
+        return total_bytes(items) // 4
     return usage.input_tokens + usage.output_tokens + sum(map(item_bytes, items[counted:])) // 4
 
 

@@ -5,22 +5,35 @@ The replay items are kept per attachment (a journal lives for one run; the attac
 many): built from the file once, then extended by every record appended through a journal.
 They are used only while the attachment's revision is the one they were extended to and the
 file is as the attachment left it; otherwise they are rebuilt from the file.
+
+History bounds: when the last snapshot's projection holds HISTORY_NEAR_SHARE of its budget,
+the next run compacts once before its first model call (`compaction_due`); that compaction
+record lets the projection fold at the run's prompt (sessions/reader.py), so the session stays
+reopenable. After a run, `history_warning` is a diagnostic for the client while the projection
+or the file nears a bound; the stored-read bounds cannot be lowered, so near them it says to
+start a new session.
 """
 
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from weakref import WeakKeyDictionary
 
-import jiter
-
+from magi_code.limits import HISTORY_NEAR_SHARE
 from magi_code.providers.base import Item
+from magi_code.runner.events import Diagnostic
 from magi_code.runner.replay import Replayer
 from magi_code.sessions import Attachment, SessionError
 from magi_code.sessions.snapshot import projected_message_id
 
-BLOCK_BYTES = 1 << 20
+HISTORY_NEAR_CODE = "history_near_limit"
+PROJECTION_NEAR_TEXT = (
+    "This session's history is nearly at its size limit: the next turn summarizes the earlier "
+    "conversation, and only the summary and what follows stay in the history."
+)
+STORED_NEAR_TEXT = (
+    "This session's file is nearly at its size limit and will soon no longer reopen: "
+    "start a new session."
+)
 
 
 @dataclass
@@ -33,8 +46,27 @@ _REPLAYS: "WeakKeyDictionary[Attachment, _Replay]" = WeakKeyDictionary()
 
 
 class SessionJournal:
-    def __init__(self, attachment: Attachment, path: Path) -> None:
-        self.attachment, self.path = attachment, path
+    def __init__(self, attachment: Attachment) -> None:
+        self.attachment = attachment
+        self._compaction_asked = False
+
+    def compaction_due(self) -> bool:
+        """True at most once per journal (one run), when the projection was nearly at its
+        budget at the last snapshot."""
+        if self._compaction_asked:
+            return False
+        self._compaction_asked = True
+        return self.attachment.fullness.projection >= HISTORY_NEAR_SHARE
+
+    def history_warning(self) -> Diagnostic | None:
+        """The client's warning while the session nears a history bound (ask after
+        `revision`, which measures it)."""
+        fullness = self.attachment.fullness
+        if fullness.stored >= HISTORY_NEAR_SHARE:
+            return Diagnostic(HISTORY_NEAR_CODE, STORED_NEAR_TEXT)
+        if fullness.projection >= HISTORY_NEAR_SHARE:
+            return Diagnostic(HISTORY_NEAR_CODE, PROJECTION_NEAR_TEXT)
+        return None
 
     def append(self, record: dict[str, Any], *, fsync: bool) -> None:
         kept = _REPLAYS.get(self.attachment)
@@ -65,18 +97,7 @@ class SessionJournal:
         revision = self.attachment.revision
         if kept is None or kept.revision != revision or not self.attachment.intact():
             replayer = Replayer()
-            for record in self.records():
+            for record in self.attachment.records():
                 replayer.feed(record)
             kept = _REPLAYS[self.attachment] = _Replay(replayer, revision)
         return kept.replayer.items()
-
-    def records(self) -> Iterator[dict[str, Any]]:
-        """Every whole record of the file, split on b"\\n"; a torn tail is not a record."""
-        with self.path.open("rb") as handle:
-            pending = b""
-            while block := handle.read(BLOCK_BYTES):
-                lines = (pending + block).split(b"\n")
-                pending = lines.pop()
-                for line in lines:
-                    if line:
-                        yield jiter.from_json(line, cache_mode="keys")

@@ -2,7 +2,10 @@
 
 Replay is backend-owned and distinct from the history projection a face sees: it keeps raw
 tool results (which the projection never shows) and drops what the model never said.
-A segment's complete `assistant` record wins over its chunks; a tool call that never
+A segment's complete `assistant` record wins over its chunks exactly as in the history
+projection (sessions/projection.py): segments are keyed by run and message, chunks are joined
+in stored order, chunks after the reconciled copy change nothing, and a legacy `assistant`
+record without text (absent or null) leaves the chunks standing. A tool call that never
 finished (a crash mid-tool) is left out together with its call.
 
 `Replayer` is the incremental form: feed records in stored order, ask for the items at any
@@ -14,55 +17,73 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from magi_code.providers.base import AssistantText, Item, ToolCall, ToolResult, UserText
-from magi_code.runner.compaction import summary_item
+from magi_code.runner.compaction import SizedItems, item_bytes, summary_item
 
 
 class Replayer:
     def __init__(self) -> None:
         self._items: list[Item] = []
-        self._chunks: dict[str, list[str]] = {}
-        self._slots: dict[str, int] = {}  # assistant message_id -> index in items
+        self._chunks: dict[tuple[str, str], list[str] | None] = {}  # None once reconciled
+        self._slots: dict[tuple[str, str], int] = {}  # assistant (run_id, message_id) -> index
         self._prompts: dict[str, int] = {}  # user message_id -> index in items
+        self._bytes = 0  # item_bytes of all items, kept as they change
 
     def feed(self, record: Mapping[str, Any]) -> None:
         kind = record.get("type")
         if kind == "user":
             self._prompts[str(record.get("message_id", ""))] = len(self._items)
-            self._items.append(UserText(str(record["text"])))
+            self._append(UserText(str(record["text"])))
         elif kind == "compaction":
             self._compact(str(record["text"]), str(record.get("keep_from", "")))
         elif kind == "assistant_chunk":
-            mid = str(record["message_id"])
-            chunks = self._chunks.setdefault(mid, [])
-            chunks.append(str(record["text"]))
-            self._place(mid, "".join(chunks))
+            segment = _segment(record)
+            chunks = self._chunks.setdefault(segment, [])
+            if chunks is not None:
+                chunks.append(str(record["text"]))
+                self._place(segment, "".join(chunks))
         elif kind == "assistant":
-            self._place(str(record["message_id"]), str(record["text"]))
+            text = record.get("text")
+            if text is not None:  # a legacy record without text leaves its chunks standing
+                self._chunks[_segment(record)] = None
+                self._place(_segment(record), str(text))
         elif kind == "tool" and record.get("state") in ("completed", "failed"):
             call_id = str(record.get("call_id", record.get("activity_id", "")))
             arguments = str(record.get("arguments", "{}"))
-            self._items.append(ToolCall(call_id, str(record["name"]), arguments))
-            self._items.append(
+            self._append(ToolCall(call_id, str(record["name"]), arguments))
+            self._append(
                 ToolResult(call_id, str(record.get("result", "")), record.get("state") == "failed")
             )
 
-    def items(self) -> list[Item]:
+    def items(self) -> SizedItems:
         """The items so far, as a new list the caller may extend."""
-        return self._items.copy()
+        return SizedItems(self._items, self._bytes)
+
+    def _append(self, item: Item) -> None:
+        self._items.append(item)
+        self._bytes += item_bytes(item)
 
     def _compact(self, summary: str, keep_from: str) -> None:
         start = self._prompts.get(keep_from, len(self._items))
         self._items = [summary_item(summary), *self._items[start:]]
+        self._bytes = sum(map(item_bytes, self._items))
         shift = start - 1
         self._slots = {m: i - shift for m, i in self._slots.items() if i >= start}
         self._prompts = {m: i - shift for m, i in self._prompts.items() if i >= start}
+        self._chunks = {s: c for s, c in self._chunks.items() if s in self._slots}
 
-    def _place(self, message_id: str, text: str) -> None:
-        if message_id in self._slots:
-            self._items[self._slots[message_id]] = AssistantText(text)
+    def _place(self, segment: tuple[str, str], text: str) -> None:
+        if segment in self._slots:
+            index = self._slots[segment]
+            self._bytes -= item_bytes(self._items[index])
+            self._items[index] = AssistantText(text)
+            self._bytes += item_bytes(self._items[index])
         else:
-            self._slots[message_id] = len(self._items)
-            self._items.append(AssistantText(text))
+            self._slots[segment] = len(self._items)
+            self._append(AssistantText(text))
+
+
+def _segment(record: Mapping[str, Any]) -> tuple[str, str]:
+    return str(record.get("run_id", "")), str(record["message_id"])
 
 
 def replay(records: Iterable[Mapping[str, Any]]) -> list[Item]:

@@ -1,45 +1,103 @@
-"""Everything one run needs from the admitted snapshot: provider, tools, policy, prompt."""
+"""Everything one run needs from the admitted snapshot: provider, tools, policy, prompt.
 
+What does not change between turns is built once per process, on the first turn, and kept on
+the snapshot (`Admitted.parts`): the permission policy and the profile's view of the built-in
+tools, the tools' environment, the credential store, and one provider per provider id (each
+keeping its pooled HTTP client). MCP tools are asked for each turn, as a server may change
+them.
+"""
+
+import re
 from pathlib import Path
+from typing import Any
 
+from magi_code.config.credentials import CredentialStore
+from magi_code.context.loader import Context, offers
 from magi_code.providers.base import Provider
 from magi_code.runner import compaction
 from magi_code.runner.startup import Admitted
 from magi_code.runner.turn import TurnSetup
 from magi_code.tools.approvals import ApprovalBroker
+from magi_code.tools.base import Tool
 from magi_code.tools.builtin import builtin_tools
+from magi_code.tools.narrowing import narrowed, with_skill_reads
+from magi_code.tools.paths import Protected
 from magi_code.tools.policy import Policy
+from magi_code.tools.skill import SkillTool
 
 Selection = tuple[str | None, str | None, str | None]  # provider, model, thinking
 SECRET_NAME_PARTS = ("API_KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
+# `scheme://user:password@host` anywhere in a value (DATABASE_URL, proxies, git remotes).
+URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s:]*:[^/?#@\s]*@")
 
 
 def tool_env(admitted: Admitted) -> dict[str, str]:
     """The environment tools run with: the process's own, less anything credential-like
-    (provider key variables named in settings, *_API_KEY, *_TOKEN, *SECRET*, ...)."""
+    (every provider's `api_key_env`, *_API_KEY, *_TOKEN, *SECRET*, ..., and any value holding
+    a password in a URL)."""
     named = {
         str(conf.get("api_key_env"))
-        for conf in admitted.settings.get("providers", {}).values()
+        for table in (admitted.settings.get("providers", {}), admitted.credential_providers)
+        for conf in table.values()
         if isinstance(conf, dict) and conf.get("api_key_env")
     }
     return {
         name: value
         for name, value in admitted.env.items()
-        if name not in named and not any(part in name.upper() for part in SECRET_NAME_PARTS)
+        if name not in named
+        and not any(part in name.upper() for part in SECRET_NAME_PARTS)
+        and not URL_PASSWORD.search(value)
     }
 
 
-def make_provider(admitted: Admitted, provider_id: str) -> Provider:
-    conf = admitted.settings["providers"][provider_id]
-    if conf.get("wire_api") == "fixture":
-        from magi_code.providers.fixture import FixtureProvider
+def policy(admitted: Admitted) -> Policy:
+    """The permission policy, with MC_HOME and the user's credential files protected."""
+    protected = Protected.for_homes(admitted.paths.home, admitted.env.get("HOME"))
+    return Policy.from_settings(admitted.settings.get("permissions"), protected)
 
-        return FixtureProvider()
-    from magi_code.config.credentials import CredentialStore
-    from magi_code.providers.registry import build_provider
 
-    credentials = CredentialStore(Path(admitted.paths.home))
-    return build_provider(provider_id, conf, credentials, admitted.env)
+class TurnParts:
+    """The per-process parts of every turn, built from the admitted snapshot once."""
+
+    def __init__(self, admitted: Admitted) -> None:
+        self.admitted = admitted
+        self.tools, self.policy = context_tools(admitted.context, builtin_tools(), policy(admitted))
+        self.env = tool_env(admitted)
+        self.providers: dict[str, Provider] = {}
+        self._credentials: CredentialStore | None = None
+
+    def provider(self, provider_id: str) -> Provider:
+        built = self.providers.get(provider_id)
+        if built is None:
+            built = self.providers[provider_id] = self._build(provider_id)
+        return built
+
+    def _build(self, provider_id: str) -> Provider:
+        from magi_code.config.credentials import CredentialStore
+        from magi_code.providers.registry import build_provider
+
+        admitted = self.admitted
+        if self._credentials is None:
+            self._credentials = CredentialStore(admitted.paths.home)
+        conf = admitted.settings["providers"][provider_id]
+        sent_to = admitted.credential_providers.get(provider_id)
+        return build_provider(provider_id, conf, self._credentials, admitted.env, sent_to=sent_to)
+
+    def turn_tools(self) -> dict[str, Tool[Any]]:
+        """The built-in tools, and the MCP servers' tools as they are now, that the profile
+        offers."""
+        mcp = self.admitted.mcp
+        if mcp is None:
+            return self.tools
+        offered = {n: t for n, t in mcp.tools().items() if offers(self.admitted.context.profile, n)}
+        return {**self.tools, **offered}
+
+
+def parts(admitted: Admitted) -> TurnParts:
+    if admitted.parts is None:
+        admitted.parts = TurnParts(admitted)
+    built: TurnParts = admitted.parts
+    return built
 
 
 def turn_setup(
@@ -51,23 +109,34 @@ def turn_setup(
 ) -> TurnSetup:
     provider_id, model, thinking = selection
     provider_id = provider_id or admitted.provider
-    tools = builtin_tools()
-    if admitted.mcp is not None:
-        tools |= admitted.mcp.tools()
+    built = parts(admitted)
     return TurnSetup(
         session_id=session_id,
         run_id=run_id,
         model=model or admitted.model,
         instructions=admitted.instructions,
         thinking=thinking,
-        provider=make_provider(admitted, provider_id),
-        tools=tools,
-        policy=Policy.from_settings(admitted.settings.get("permissions")),
+        provider=built.provider(provider_id),
+        tools=built.turn_tools(),
+        policy=built.policy,
         workspace=Path(admitted.cwd),
-        env=tool_env(admitted),
+        env=built.env,
         approvals=approvals,
         context_window=context_window(admitted.settings["providers"][provider_id]),
     )
+
+
+def context_tools(
+    context: Context, tools: dict[str, Tool[Any]], policy: Policy
+) -> tuple[dict[str, Tool[Any]], Policy]:
+    """The selected profile's view: the skill tool when skills exist, only the tools its
+    allow-list names, and its permission rules narrowing the global policy."""
+    if context.skills:
+        skill = SkillTool(context.skills)
+        tools = {**tools, skill.name: skill}
+        policy = with_skill_reads(policy, (s.directory for s in context.skills), skill.name)
+    offered = {name: tool for name, tool in tools.items() if offers(context.profile, name)}
+    return offered, narrowed(policy, context.profile.permissions)
 
 
 def context_window(conf: dict[str, object]) -> int:

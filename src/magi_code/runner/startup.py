@@ -6,7 +6,11 @@ credentials, checks provider readiness and connects the enabled, globally approv
 (last, once everything else passed). It never performs a network request of its own. Its
 result, `Admitted`, is the one configuration snapshot a process uses; settings changes need a
 restart. Whoever receives an `Admitted` owns its `mcp` manager and closes it at teardown.
-Failures are `StartupError` with one of the protocol's startup codes.
+Failures are `StartupError` with one of the protocol's startup codes. Folder trust decides
+what the project file may set (config/trust.py): `trusted` says the verdict, `dropped` the
+project keys that were ignored (a face may warn; the local agent says nothing), and
+`credential_providers` the provider tables, from defaults, presets and global settings only,
+that say where each provider's credential may be sent.
 """
 
 from __future__ import annotations
@@ -16,8 +20,8 @@ import json
 import os
 from collections.abc import Mapping
 
-from magi_code.config import paths, settings
-from magi_code.context import instructions
+from magi_code.config import paths, settings, trust
+from magi_code.context import loader, profiles
 from magi_code.limits import NAME_BYTES
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
@@ -25,29 +29,37 @@ if TYPE_CHECKING:
     import threading
     from typing import Any
 
+    from magi_code.context.loader import Context
     from magi_code.mcp.manager import McpManager
 
 
 class StartupError(Exception):
-    def __init__(self, code: str) -> None:
+    """`code` goes on the wire; `detail`, a precise message for a terminal, never does."""
+
+    def __init__(self, code: str, detail: str | None = None) -> None:
         super().__init__(code)
-        self.code = code
+        self.code, self.detail = code, detail
 
 
 class Admitted:
     """The one configuration snapshot of a process (read-only by convention)."""
 
     __slots__ = (
+        "context",
         "context_id",
+        "credential_providers",
         "cwd",
+        "dropped",
         "env",
         "instructions",
         "mcp",
         "model",
+        "parts",
         "paths",
         "provider",
         "settings",
         "thinking",
+        "trusted",
     )
 
     def __init__(
@@ -62,11 +74,24 @@ class Admitted:
         instructions: str,
         context_id: str,
         env: Mapping[str, str],
+        context: Context,  # the profile, instruction sources, skills and notices
         mcp: McpManager | None = None,  # connected MCP servers, None when none is enabled
+        trusted: bool = False,  # the workspace is trusted (config/trust.py)
+        dropped: tuple[trust.Dropped, ...] = (),
+        credential_providers: Mapping[str, Any] | None = None,  # None: no credentials at all
     ) -> None:
         self.paths, self.cwd, self.settings = paths, cwd, settings
         self.provider, self.model, self.thinking = provider, model, thinking
         self.instructions, self.context_id, self.env, self.mcp = instructions, context_id, env, mcp
+        self.context = context
+        self.trusted, self.dropped = trusted, dropped
+        self.credential_providers = credential_providers or {}
+        self.parts: Any = None  # runner/setup.py's TurnParts, built on the first turn
+
+    @property
+    def notices(self) -> list[str]:
+        """Startup notices for faces to show: context files skipped, cut or shadowed."""
+        return self.context.notices
 
 
 def context_id(cwd: str, roots: list[str]) -> str:
@@ -86,7 +111,13 @@ def safe_name(name: str | None) -> str | None:
     return None if looks_secret(name) else name
 
 
-def admit(cwd: str, env: Mapping[str, str], cancel: threading.Event | None = None) -> Admitted:
+def admit(
+    cwd: str,
+    env: Mapping[str, str],
+    cancel: threading.Event | None = None,
+    *,
+    agent: str | None = None,  # --agent: the primary profile, over the `agent` setting
+) -> Admitted:
     """The admitted snapshot; `cancel` (set by shutdown) stops a pending MCP startup."""
     home = paths.resolve_home(env)
     try:
@@ -95,18 +126,17 @@ def admit(cwd: str, env: Mapping[str, str], cancel: threading.Event | None = Non
         raise StartupError("startup_failed") from exc
     canonical_cwd = os.path.realpath(cwd)
     try:
-        conf = settings.load(where.settings, paths.project_settings(canonical_cwd))
-        profile = instructions.load_profile(conf["agent"], where.home, canonical_cwd)
-        told = instructions.assemble(
-            profile, where.home, canonical_cwd, conf.get("instructions", [])
-        )
-    except instructions.ProfileError as exc:
-        raise StartupError("profile_invalid") from exc
-    except (settings.SettingsError, instructions.InstructionsError) as exc:
+        loaded = settings.load_layers(where.settings, paths.project_settings(canonical_cwd))
+        context = loader.load(where.home, canonical_cwd, loaded, agent=agent)
+        conf = loader.with_profile_selection(loaded.settings, context.profile)
+    except profiles.ProfileError as exc:
+        raise StartupError("profile_invalid", str(exc)) from exc
+    except (settings.SettingsError, loader.ContextSettingsError) as exc:
         raise StartupError("configuration_invalid") from exc
     check_mcp(conf)
     check_permissions(conf)
-    check_provider(conf, where, env)
+    credential_providers = loaded.base["providers"]
+    check_provider(conf, where, env, credential_providers)
     manager = start_mcp(conf, env, canonical_cwd, cancel)
     return Admitted(
         paths=where,
@@ -115,10 +145,14 @@ def admit(cwd: str, env: Mapping[str, str], cancel: threading.Event | None = Non
         provider=conf["provider"],
         model=conf["model"],
         thinking=conf.get("thinking"),
-        instructions=told,
+        instructions=context.instructions,
         context_id=context_id(canonical_cwd, [where.home]),
         env=env,
         mcp=manager,
+        context=context,
+        trusted=loaded.trusted,
+        dropped=tuple(loaded.dropped),
+        credential_providers=credential_providers,
     )
 
 
@@ -177,17 +211,24 @@ def check_permissions(conf: Mapping[str, Any]) -> None:
         raise StartupError("configuration_invalid") from exc
 
 
-def check_provider(conf: Mapping[str, Any], where: paths.Paths, env: Mapping[str, str]) -> None:
+def check_provider(
+    conf: Mapping[str, Any],
+    where: paths.Paths,
+    env: Mapping[str, str],
+    credential_providers: Mapping[str, Any],
+) -> None:
     provider_conf = conf["providers"][conf["provider"]]
     if provider_conf.get("wire_api") == "fixture":
         return
-    from pathlib import Path
-
     from magi_code.config.credentials import CredentialStore
     from magi_code.providers import registry
 
     code = registry.check_readiness(
-        conf["provider"], provider_conf, CredentialStore(Path(where.home)), env
+        conf["provider"],
+        provider_conf,
+        CredentialStore(where.home),
+        env,
+        sent_to=credential_providers.get(conf["provider"]),
     )
     if code is not None:
         raise StartupError(code)

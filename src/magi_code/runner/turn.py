@@ -24,6 +24,7 @@ from typing import Any, Literal, Protocol, cast
 import anyio
 
 from magi_code import limits
+from magi_code.debug import absorbed
 from magi_code.providers.base import (
     AssistantText,
     Completed,
@@ -40,8 +41,9 @@ from magi_code.providers.base import (
     ToolSpec,
     Usage,
     UserText,
+    failure_summary,
 )
-from magi_code.redact import redact
+from magi_code.redact import LiveRedactor, redact
 from magi_code.runner import compaction
 from magi_code.runner.events import (
     Activity,
@@ -53,7 +55,7 @@ from magi_code.runner.events import (
     RunEvent,
     RunFinished,
 )
-from magi_code.runner.text import split_utf8
+from magi_code.runner.text import encodable, split_utf8
 from magi_code.tools.approvals import ApprovalBroker
 from magi_code.tools.base import Tool, ToolContext, ToolInputError, ToolOutcome
 from magi_code.tools.policy import Policy
@@ -69,6 +71,8 @@ class Journal(Protocol):
     def acknowledge(self, stored_message_id: str) -> tuple[str, str]: ...  # id, revision
     def revision(self) -> str | None: ...  # a fresh revision after the run, None if none
     def replay(self) -> list[Item]: ...
+    def compaction_due(self) -> bool: ...  # the history nears its budget: compact once
+    def history_warning(self) -> Diagnostic | None: ...  # after revision(): near a bound
 
 
 class Emitter(Protocol):
@@ -137,6 +141,7 @@ class Segment:
     chunk_index: int = 0
     delta_part: int = 0
     reconciled: bool = False
+    live: LiveRedactor = field(default_factory=LiveRedactor)  # what the deltas may show yet
 
     @property
     def text(self) -> str:
@@ -155,13 +160,14 @@ class Turn:
         self.usage: Usage | None = None
         self.counted = 0  # items in the request the last usage figure reports on
         self.prompt_id = ""  # stored message id of this turn's prompt
+        self.provider_failure: ProviderError | None = None  # told to the face before the end
 
     # ---- persistence -----------------------------------------------------------------------
 
     def record(self, kind: str, fsync: bool = False, **fields: Any) -> None:
         try:
             self.journal.append({"type": kind, "run_id": self.setup.run_id, **fields}, fsync=fsync)
-        except OSError:  # the run goes on; its history is degraded
+        except (OSError, ValueError):  # the run goes on; its history is degraded
             self.degraded = True
 
     # ---- the run ---------------------------------------------------------------------------
@@ -178,7 +184,7 @@ class Turn:
                 },
                 fsync=True,
             )
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a record the session schema refuses
             return RunFinished("failed", "not_started", None, "persistence_failed")
         outcome, error = "completed", None
         with self.control.enter() as scope:
@@ -188,8 +194,9 @@ class Turn:
                 await self.loop(self.journal.replay())
             except RunFailed as failed:
                 outcome, error = "failed", failed.code
-            except ProviderError:
+            except ProviderError as failure:
                 outcome, error = "failed", "execution_failed"
+                self.provider_failure = failure
             except OutputUnavailable:
                 outcome, error = "cancelled", "output_unavailable"
         if scope.cancelled_caught:
@@ -203,7 +210,9 @@ class Turn:
             ToolSpec(t.name, t.description, t.parameters) for t in self.setup.tools.values()
         )
         while True:
-            if compaction.due(items, self.usage, self.counted, self.setup.context_window):
+            history_full = self.journal.compaction_due()  # true at the first round at most
+            window = self.setup.context_window
+            if history_full or compaction.due(items, self.usage, self.counted, window):
                 items = await self.compact(items)
             calls = await self.stream(items, specs)
             await self.close_segment(partial=False)
@@ -222,7 +231,8 @@ class Turn:
         calls: list[ToolCall] = []
         events = cast(AsyncGenerator[ProviderEvent, None], self.setup.provider.stream(request))
         async with aclosing(events):  # cancellation closes the active request
-            async for event in events:
+            async for untrusted in events:
+                event = encodable(untrusted)
                 if isinstance(event, TextDelta):
                     await self.text(event.text)
                 elif isinstance(event, ToolCallDone):
@@ -255,11 +265,14 @@ class Turn:
         segment = self.segment
         segment.parts.append(text)
         segment.unpersisted += len(text)
-        for piece in split_utf8(redact(text), limits.LIVE_CHUNK_BYTES):
-            self.emit.delta(MessageDelta(segment.message_id, segment.delta_part, piece))
-            segment.delta_part += 1
+        self.show(segment, segment.live.feed(text))
         if segment.unpersisted >= CHUNK_PERSIST_BYTES:
             self.persist_chunk()
+
+    def show(self, segment: Segment, redacted: str) -> None:
+        for piece in split_utf8(redacted, limits.LIVE_CHUNK_BYTES):
+            self.emit.delta(MessageDelta(segment.message_id, segment.delta_part, piece))
+            segment.delta_part += 1
 
     def persist_chunk(self) -> None:
         segment = self.segment
@@ -287,6 +300,7 @@ class Turn:
             self.persist_chunk()
         else:
             self.record("assistant", message_id=segment.message_id, text=segment.text)
+        self.show(segment, segment.live.end())  # the held-back tail, before the reconcile
         pieces = split_utf8(redact(segment.text), limits.LIVE_CHUNK_BYTES) or [""]
         for part, piece in enumerate(pieces):
             await self.emit.critical(
@@ -321,7 +335,8 @@ class Turn:
         try:
             events = cast(AsyncGenerator[ProviderEvent, None], self.setup.provider.stream(request))
             async with aclosing(events):
-                async for event in events:
+                async for untrusted in events:
+                    event = encodable(untrusted)
                     if isinstance(event, TextDelta):
                         parts.append(event.text)
         except ProviderError:
@@ -378,6 +393,7 @@ class Turn:
         try:
             return await tool.run(args, ctx)
         except Exception:  # noqa: BLE001 - a broken tool fails its call, not the run
+            absorbed(f"the tool {tool.name}")
             return ToolOutcome(False, "The tool failed unexpectedly.", "tool failed")
 
     async def end_activity(self, outcome: ToolOutcome, call: ToolCall) -> ToolResult:
@@ -439,6 +455,10 @@ class Turn:
             delivered = False
             outcome, error = "cancelled", "output_unavailable"
         self.record("run_finished", outcome=outcome, error_code=error)
+        failure = self.provider_failure
+        if failure is not None and outcome == "failed" and delivered:
+            with suppress(OutputUnavailable):
+                await self.emit.critical(Diagnostic(failure.code, failure_summary(failure)))
         if self.degraded and delivered:
             with suppress(OutputUnavailable):
                 await self.emit.critical(
@@ -446,6 +466,10 @@ class Turn:
                 )
         persistence: Persistence = "degraded" if self.degraded else "durable"
         revision = None if self.degraded else self.journal.revision()
+        warning = self.journal.history_warning()
+        if warning is not None and delivered:
+            with suppress(OutputUnavailable):
+                await self.emit.critical(warning)
         return RunFinished(outcome, persistence, revision, error)  # type: ignore[arg-type]
 
 

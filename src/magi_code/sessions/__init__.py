@@ -8,7 +8,8 @@ Public API (the rest of this package is implementation detail):
   id grammar (`valid_session_id` first: a malformed id is `invalid_params` on the wire).
 - `Attachment`: `session_id`, `durable`, `selection`, `revision`, `history` (the current
   `HistorySnapshot`), `snapshot()`, `page(session_id, revision, cursor)` -> `Page`,
-  `turn()` (context manager: history is `busy` meanwhile), `append(record, fsync=)`, `close()`.
+  `turn()` (context manager: history is `busy` meanwhile), `append(record, fsync=)`, `close()`,
+  `fullness` (how much of the history bounds the last snapshot used: `Fullness`).
 - `HistorySnapshot.page(revision, cursor)` -> `Page`; `Page.result()` is the wire object.
 - `SessionError(code)` with the closed codes in `SESSION_CODES`; `redact(text)`.
 

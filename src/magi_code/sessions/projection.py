@@ -15,13 +15,20 @@ Pure (records in, entries out; no files, no clock). Rules, in the order they app
   and the projection is not complete. A torn last line does the same.
 - Texts are reconciled first, then redacted; chunking happens in snapshot.py.
 
-Budgets are enforced early against a lower bound of the final size (code points never exceed
-serialized UTF-8 bytes, every entry yields at least one part), so a huge stored history is
-refused before its text is all held in memory. One approximation: chunks still waiting for a
-reconciled copy are counted before redaction (which can only shorten secrets), so a reply of
-nearly the whole budget that contains secrets may be refused slightly early, never late.
-Activity summaries are clipped to SUMMARY_BYTES after redaction (the runner stores them
-within that bound already).
+Budgets are checked by `finish` against a lower bound of the final size (code points never
+exceed serialized UTF-8 bytes, every entry yields at least one part); snapshot.py measures the
+exact one. Feeding goes on past a budget, because a later fold can bring the projection back
+within it; what it holds meanwhile is bounded by the stored-read bounds the reader enforces.
+One approximation: chunks still waiting for a reconciled copy are counted before redaction
+(which can only shorten secrets), so a reply of nearly the whole budget that contains secrets
+may be refused slightly early, never late. Activity summaries are clipped to SUMMARY_BYTES
+after redaction (the runner stores them within that bound already).
+
+Folding (`fold`): the entries before a user prompt are dropped, so the projection starts at
+that prompt. The reader folds at a `compaction` record that names the prompt it keeps
+(``keep_from``) when the history is nearly at its budget; the compaction entry, which follows
+that prompt in stored order, then stands for what was dropped (see reader.py for why the
+spec allows it). Records that arrive later for a dropped entry start a new one.
 
 The projector stays live: `finish` does not change what later records will do, so an owner
 can keep feeding it and take a projection after each batch of appends. Entries are made once
@@ -87,7 +94,8 @@ class Projector:
         self._by_key: dict[tuple[str, str, str], _Slot] = {}
         self._open_runs: dict[str, None] = {}  # insertion-ordered set
         self._outcomes: dict[str, str] = {}  # run_id -> outcome, "interrupted" included
-        self._interrupted = False
+        self._prompts: dict[str, _Slot] = {}  # stored user message_id -> its slot
+        self._interruptions = 0  # interrupted diagnostics among the slots
         self._size = 0  # lower bound of the serialized projection
         self._handlers: dict[str, Callable[[Record], None]] = {
             "user": self._on_user,
@@ -127,7 +135,7 @@ class Projector:
         self._changed.clear()
         entries = cast(list[Entry], self._entries.copy())
         entries += [Entry("diagnostic", text, False) for text in tail]
-        complete = not torn and not self._interrupted and not self._open_runs
+        complete = not torn and not self._interruptions and not self._open_runs
         return Projection(entries, complete)
 
     # ---- runs ----------------------------------------------------------------------------
@@ -142,7 +150,7 @@ class Projector:
     def _interrupt(self, run_id: str) -> None:
         self._open_runs.pop(run_id, None)
         self._set_outcome(run_id, "interrupted")
-        self._interrupted = True
+        self._interruptions += 1
         self._add(_Slot("diagnostic", INTERRUPTED_TEXT))
 
     def _set_outcome(self, run_id: str, outcome: str) -> None:
@@ -154,7 +162,8 @@ class Projector:
 
     def _on_user(self, record: Record) -> None:
         text = redact(record["text"])
-        self._add(_Slot("user", text, run_id=record["run_id"], stored_id=record["message_id"]))
+        slot = _Slot("user", text, run_id=record["run_id"], stored_id=record["message_id"])
+        self._prompts[record["message_id"]] = self._add(slot)
 
     def _on_compaction(self, record: Record) -> None:
         self._add(_Slot("compaction", redact(record["text"])))
@@ -210,8 +219,6 @@ class Projector:
         return slot
 
     def _add(self, slot: _Slot) -> _Slot:
-        if len(self._slots) >= self._max_parts:
-            raise SessionError("history_limit")
         slot.index = len(self._slots)
         self._slots.append(slot)
         self._entries.append(None)
@@ -230,8 +237,35 @@ class Projector:
 
     def _grow(self, size: int) -> None:
         self._size += size
-        if self._size > self._max_bytes:
-            raise SessionError("history_limit")
+
+    # ---- folding -------------------------------------------------------------------------
+
+    def can_fold(self, keep_from: str) -> bool:
+        """Whether a fold at the prompt `keep_from` would drop anything."""
+        slot = self._prompts.get(keep_from)
+        return slot is not None and slot.index > 0
+
+    def fold(self, keep_from: str) -> None:
+        """Drop every entry before the prompt `keep_from`; nothing when it is not shown."""
+        if not self.can_fold(keep_from):
+            return
+        cut = self._prompts[keep_from].index
+        for slot in self._slots[:cut]:
+            self._size -= len(slot.text) + sum(map(len, slot.chunks or ()))
+            if slot.kind == "diagnostic":
+                self._interruptions -= 1
+            slot.index = -1
+        del self._slots[:cut], self._entries[:cut]
+        for index, slot in enumerate(self._slots):
+            slot.index = index
+        self._changed = {index - cut for index in self._changed if index >= cut}
+        self._by_key = {key: slot for key, slot in self._by_key.items() if slot.index >= 0}
+        self._prompts = {key: slot for key, slot in self._prompts.items() if slot.index >= 0}
+        self._chunked = {
+            run: kept
+            for run, slots in self._chunked.items()
+            if (kept := [slot for slot in slots if slot.index >= 0])
+        }
 
     def _entry(self, slot: _Slot) -> Entry:
         if slot.chunks is None:

@@ -8,6 +8,20 @@ canonicalize to the child's canonical cwd. It also fingerprints what it read (st
 a content digest and the last bytes) so a snapshot can tell later whether the file changed.
 `SessionReader` is the resumable state of one read: an attachment feeds it its own appends.
 Never writes.
+
+Folding at a compaction. A `compaction` record that names the prompt it keeps (``keep_from``)
+folds the projection there (projection.py: the entries before that prompt are dropped, the
+compaction entry stands for them) when, with that record fed, the exact snapshot measure
+(snapshot.py) holds at least HISTORY_NEAR_SHARE of the parts or bytes budget, or breaks it.
+Below that the whole history stays visible, as it always was. The decision depends only on
+the records before it, so a fresh read and an attachment's live reader fold at the same
+records and agree. Why the spec (local-agent-protocol.md, "history.page") allows it: message
+IDs "scope to session + revision, not forever across compaction/history replacement", i.e. a
+compaction may replace history in the projection; "no silent truncation" holds because the
+compaction entry marks the replacement in the projection itself; and the alternative, a
+projection past its budget, is a session that answers `history_limit` to every open. The
+stored-read bounds (STORED_HISTORY_BYTES, STORED_HISTORY_LINES) count the whole file and no
+fold can lower them: the runner warns as they near (runner/journal.py).
 """
 
 import hashlib
@@ -19,10 +33,11 @@ from typing import Any
 
 import jiter
 
-from magi_code.limits import STORED_HISTORY_BYTES, STORED_HISTORY_LINES
+from magi_code.limits import HISTORY_NEAR_SHARE, STORED_HISTORY_BYTES, STORED_HISTORY_LINES
 from magi_code.sessions.errors import SessionError
 from magi_code.sessions.projection import Projection, Projector
 from magi_code.sessions.records import Record, check_record
+from magi_code.sessions.snapshot import build, fullness
 
 BLOCK_BYTES = 1 << 20
 TAIL_BYTES = 4096
@@ -126,6 +141,18 @@ class _Session:
         if record["type"] == "session":
             self._session_record(record)
         self.projector.feed(record)
+        if record["type"] == "compaction":
+            self._fold_if_full(record.get("keep_from"))
+
+    def _fold_if_full(self, keep_from: object) -> None:
+        if not isinstance(keep_from, str) or not self.projector.can_fold(keep_from):
+            return
+        try:
+            full = fullness(build(self.projector.finish()))
+        except SessionError:  # history_limit: past the budget already
+            full = 1.0
+        if full >= HISTORY_NEAR_SHARE:
+            self.projector.fold(keep_from)
 
     def _session_record(self, record: dict[str, Any]) -> None:
         self.has_header = True

@@ -19,7 +19,8 @@ reasoning_summary  ``item_id``, ``run_id``, ``text``, ``provider_summary`` (bool
                    only when true; a repeated item_id within a run replaces the earlier one)
 tool               ``activity_id``, ``run_id``, ``name``, ``state`` (started|completed|failed),
                    ``summary`` (optional str), ``result`` (raw, provider replay only; any JSON)
-compaction         ``text``: a compaction summary
+compaction         ``text``: a compaction summary; ``keep_from`` (optional str): the stored
+                   message_id of the prompt the summary was made in, which it keeps
 internal           provider-only prompt; never projected
 assessment         private assessment; never projected
 reasoning          raw reasoning; never projected
@@ -90,6 +91,10 @@ def _check_session(record: Record) -> None:
     _optional_text(record, "cwd")
 
 
+def _check_compaction(record: Record) -> None:
+    _optional_text(record, "keep_from")
+
+
 def _check_assistant(record: Record) -> None:
     _optional_text(record, "text")
 
@@ -119,6 +124,7 @@ def _check_finished(record: Record) -> None:
 _EXTRA: dict[str, Callable[[Record], None]] = {
     "session": _check_session,
     "assistant": _check_assistant,
+    "compaction": _check_compaction,
     "assistant_chunk": _check_chunk,
     "reasoning_summary": _check_summary,
     "tool": _check_tool,
@@ -131,9 +137,11 @@ def check_record(record: object, session_id: str) -> Record:
     if not isinstance(record, dict) or record.get("session_id") != session_id:
         raise _invalid()
     kind = record.get("type")
+    if not isinstance(kind, str):  # before any set lookup: a list or object is unhashable
+        raise _invalid()
     if kind in PRIVATE_TYPES:
         return record
-    if not isinstance(kind, str) or kind not in _REQUIRED:
+    if kind not in _REQUIRED:
         raise _invalid()
     for key in _REQUIRED[kind]:
         if not isinstance(record.get(key), str):

@@ -41,6 +41,7 @@ class StoredSession:
     size: int
     attached: bool  # some process holds its active lease
     first_prompt: str | None  # first line of the first user prompt, redacted and truncated
+    invalid: bool = False  # a record read before the first prompt is session_invalid
     cwd: str | None = None  # the workspace its header names, controls replaced
 
     @property
@@ -160,31 +161,32 @@ def scan(directory: Path) -> list[StoredSession]:
     return sorted(found, key=lambda s: (-s.mtime_ns, s.session_id))
 
 
-def _head(path: Path, session_id: str) -> tuple[str | None, str | None]:
-    """(first prompt's first line, header cwd), shown safely; None for what is unreadable."""
+def _head(path: Path, session_id: str) -> tuple[str | None, bool, str | None]:
+    """The first user prompt's first line, shown safely (None when none is readable), whether
+    a record before it is session_invalid, and the cwd its header names (controls replaced)."""
     cwd: str | None = None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
-        return None, cwd
+        return None, False, cwd
     with os.fdopen(fd, "rb") as stored:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None, cwd
+            return None, False, cwd
         budget = SCAN_BYTES
         while budget > 0:
             raw = stored.readline(budget)  # binary readline splits on b"\n" only
             budget -= len(raw)
             if not raw.endswith(b"\n"):
-                return None, cwd  # end of file, a torn tail, or past the budget
+                return None, False, cwd  # end of file, a torn tail, or past the budget
             try:
                 record = decode_record(raw[:-1], session_id)
             except SessionError:
-                return None, cwd
+                return None, True, cwd
             if record["type"] == "session" and cwd is None and isinstance(record.get("cwd"), str):
                 cwd = _printable(record["cwd"])
             if record["type"] == "user":
-                return display_line(record["text"]), cwd
-    return None, cwd
+                return display_line(record["text"]), False, cwd
+    return None, False, cwd
 
 
 def _printable(text: str) -> str:

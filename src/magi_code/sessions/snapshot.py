@@ -61,6 +61,12 @@ class Built:
     sizes: list[int]
     complete: bool
     stored_ids: Mapping[str, str]  # stored user/assistant message_id -> projected message ID
+    total: int  # sum of sizes
+
+
+def fullness(built: Built) -> float:
+    """The share of the tighter snapshot budget that `built` uses (1.0: exactly full)."""
+    return max(len(built.parts) / HISTORY_SNAPSHOT_PARTS, built.total / HISTORY_SNAPSHOT_BYTES)
 
 
 def build(
@@ -100,6 +106,7 @@ class Builder:
             self._sizes.copy(),
             projection.complete,
             _StoredIds(self._entries.copy(), self._ids.copy()),
+            self._totals[-1] if self._totals else 0,
         )
 
     def _add(self, index: int, entry: Entry) -> None:

@@ -21,8 +21,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from magi_code.limits import STORED_HISTORY_BYTES, STORED_HISTORY_LINES
 from magi_code.sessions.chunking import dumps
 from magi_code.sessions.errors import SessionError
 from magi_code.sessions.ids import new_session_id, valid_session_id
@@ -40,9 +41,23 @@ from magi_code.sessions.reader import (
     read_session,
 )
 from magi_code.sessions.records import Record
-from magi_code.sessions.snapshot import Builder, Built, HistorySnapshot, Page
+from magi_code.sessions.snapshot import Builder, Built, HistorySnapshot, Page, fullness
 
+RECORDS_BLOCK_BYTES = 1 << 20  # read size when the runner replays a file
 Available = Callable[[str, str], bool]
+
+
+class Fullness(NamedTuple):
+    """How much of its history bounds a session used at its last snapshot (1.0: all of it,
+    or past it): the projection against the snapshot budget, the file against the stored-read
+    bounds. Only a compaction can lower the first; nothing lowers the second."""
+
+    projection: float
+    stored: float
+
+
+def _stored_fullness(reader: SessionReader) -> float:
+    return max(reader.total / STORED_HISTORY_BYTES, reader.lines / STORED_HISTORY_LINES)
 
 
 @dataclass(frozen=True)
@@ -200,10 +215,13 @@ class Attachment:
         self._leases = leases
         self._lock = threading.Lock()
         self._fd: int | None = None
+        self._attempted = b""  # the bytes of an append that failed part-way
         self._generation = 0
         self._busy: str | None = None
         self._builder = state.builder
         self._adopt(state.read)
+        stored = 0.0 if state.read is None else _stored_fullness(state.read.reader)
+        self.fullness = Fullness(fullness(state.built), stored)
         self._snapshot = self._make_snapshot(
             self._digest(state.read), state.built, 0, self._expected
         )
@@ -216,6 +234,7 @@ class Attachment:
         fingerprint the file has while nobody else touched it (None: no file, or unknown).
         """
         self._needs_header = read is None or (read.durable_size == 0 and not read.has_header)
+        self._beyond_stored = False  # the live reader met a stored-read bound (see _follow)
         self._good_size = 0 if read is None else read.durable_size
         self._hash = new_hash() if read is None else read.durable_hash.copy()
         self._live: SessionReader | None
@@ -257,7 +276,7 @@ class Attachment:
             live = self._live_projection()
             if live is not None:
                 generation, projection, digest, expected = live
-                built = self._builder.build(projection)
+                built = self._build(projection)
                 with self._lock:
                     self._snapshot.invalidate()
                     self._snapshot = self._make_snapshot(digest, built, generation, expected)
@@ -265,13 +284,43 @@ class Attachment:
             return self._reread()
 
     def _live_projection(self) -> tuple[int, Projection, str, Fingerprint | None] | None:
-        """The live projection, when the live reader can vouch for the file."""
+        """The live projection, when the live reader can vouch for the file.
+
+        Past a budget this answers history_limit without reading the file: the live reader
+        keeps projecting (a later fold can bring it back), and a stored-read bound, once met
+        by our own appends, stays met while nobody else touches the file. So a turn past a
+        budget costs what a turn below it does."""
         with self._lock:
             live = self._live
-            if live is None or (self.durable and not self._intact()):
+            if self.durable and not self._intact():
+                return None
+            if live is None:
+                if self._beyond_stored:
+                    self.fullness = self.fullness._replace(stored=1.0)
+                    raise SessionError("history_limit")
                 return None
             live.verify_cwds()
-            return self._generation, live.projection(), live.digest(), self._expected
+            self.fullness = self.fullness._replace(stored=_stored_fullness(live))
+            try:
+                projection = live.projection()
+            except SessionError as error:
+                self._note_limit(error)
+                raise
+            return self._generation, projection, live.digest(), self._expected
+
+    def _build(self, projection: Projection) -> Built:
+        """Chunk `projection` for a snapshot, recording how full it is."""
+        try:
+            built = self._builder.build(projection)
+        except SessionError as error:
+            self._note_limit(error)
+            raise
+        self.fullness = self.fullness._replace(projection=fullness(built))
+        return built
+
+    def _note_limit(self, error: SessionError) -> None:
+        if error.code == "history_limit":
+            self.fullness = self.fullness._replace(projection=1.0)
 
     def _intact(self) -> bool:
         tail = 0 if self._expected is None else len(self._expected.tail)
@@ -282,7 +331,9 @@ class Attachment:
         durable = self.durable
         read = read_session(self._path, self.session_id, self.cwd) if durable else None
         projection = Projection([], True) if read is None else read.projection
-        built = self._builder.build(projection)
+        built = self._build(projection)
+        stored = 0.0 if read is None else _stored_fullness(read.reader)
+        self.fullness = self.fullness._replace(stored=stored)
         with self._lock:
             self._snapshot.invalidate()
             print_ = None if read is None else read.fingerprint
@@ -297,6 +348,18 @@ class Attachment:
         derived from its reads and appends (a replay, the live projection) still holds."""
         with self._lock:
             return self._expected is not None and self._intact()
+
+    def records(self) -> Iterator[Record]:
+        """Every whole record of the file, checked as a reader checks it (session_invalid
+        otherwise); a torn tail is not a record. For a replay that must start from the file."""
+        with open(self._path, "rb") as handle:
+            pending = b""
+            while block := handle.read(RECORDS_BLOCK_BYTES):
+                lines = (pending + block).split(b"\n")
+                pending = lines.pop()
+                for line in lines:
+                    if line:
+                        yield decode_record(line, self.session_id)
 
     def page(self, session_id: str, revision: str, cursor: str | None) -> Page:
         """One page of the current snapshot: stale_session for another session's ID."""
@@ -378,8 +441,9 @@ class Attachment:
             return
         try:
             self._live.feed(data)
-        except SessionError:
+        except SessionError as error:
             self._live = None
+            self._beyond_stored = error.code == "history_limit"
 
     def _header(self) -> dict[str, Any]:
         header: dict[str, Any] = {
@@ -393,13 +457,15 @@ class Attachment:
         return header
 
     def _write(self, data: bytes, *, fsync: bool) -> None:
-        created = self._fd is None and not self.durable
+        created = not self.durable  # also after a failed first append: the entry needs syncing
         fd = self._open_for_append()
         self._check_unchanged(fd)
         known = created or self._as_expected(fd)
         view = memoryview(data)
+        self._attempted = data  # until it is all written: what a torn tail can hold
         while view:
             view = view[os.write(fd, view) :]
+        self._attempted = b""
         if fsync:
             os.fsync(fd)
             if created:
@@ -440,8 +506,10 @@ class Attachment:
     def _check_unchanged(self, fd: int) -> None:
         """Only this attachment writes the file. Bytes past the last whole record with no LF
         are a write that never finished (a crash, or a failed write here): they are dropped so
-        the new record starts on its own line. Anything else (the file replaced, shortened, or
-        holding records someone else appended) refuses the append rather than destroy them."""
+        the new record starts on its own line. So are bytes that begin what this attachment
+        last tried and failed to write (a full disk can cut an append after its header's LF).
+        Anything else (the file replaced, shortened, or holding records someone else
+        appended) refuses the append rather than destroy them."""
         info = os.fstat(fd)
         try:
             same_file = os.stat(self._path).st_ino == info.st_ino
@@ -451,7 +519,7 @@ class Attachment:
             raise OSError("the session file changed under its writer")
         if info.st_size > self._good_size:
             extra = os.pread(fd, info.st_size - self._good_size, self._good_size)
-            if b"\n" in extra:
+            if b"\n" in extra and not self._attempted.startswith(extra):
                 raise OSError("records were appended by another writer")
             os.ftruncate(fd, self._good_size)
             self._live = self._expected = None  # they described the torn bytes too

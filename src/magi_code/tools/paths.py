@@ -2,14 +2,16 @@
 
 Resolution follows symlinks (`Path.resolve`), so the policy judges where a call really lands:
 a link inside the workspace that points outside it is outside. Displayed paths are relative
-to the workspace when inside it. This module never checks permissions.
+to the workspace when inside it. This module never checks permissions; `Protected` names the
+paths whose writes must always ask and the secrets no tool may read, for the policy to apply.
 """
 
 import errno
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Literal
 
 from magi_code.tools.base import ToolContext
 
@@ -24,6 +26,47 @@ def resolve(ctx: ToolContext, raw: str) -> Path:
 
 def inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
+
+
+# Under the user's home: files and folders that hold credentials for other programs.
+USER_CREDENTIALS = (
+    ".ssh",
+    ".netrc",
+    ".git-credentials",
+    ".aws",
+    ".config/gh",
+    ".docker",
+    ".pypirc",
+    ".npmrc",
+    ".codex",
+)
+CREDENTIAL_STORE = "credentials.json"  # config/credentials.py keeps it in MC_HOME
+
+
+@dataclass(frozen=True)
+class Protected:
+    """Writes inside `roots` (and in any `.git` folder) always ask; `secrets` are never read.
+    All paths canonical, as the tools resolve theirs."""
+
+    roots: tuple[Path, ...] = ()
+    secrets: tuple[Path, ...] = ()
+
+    @classmethod
+    def for_homes(cls, mc_home: str, user_home: str | None) -> "Protected":
+        """MC_HOME (settings, credential store, session store) and the user's credential files."""
+        home = Path(mc_home).resolve()
+        roots = [home]
+        if user_home:
+            roots += [Path(user_home, name).resolve() for name in USER_CREDENTIALS]
+        return cls(tuple(roots), (home / CREDENTIAL_STORE,))
+
+    def floor(self, kind: str, path: Path) -> Literal["allow", "ask", "deny"]:
+        """The least strict decision a call of `kind` on canonical `path` may get."""
+        if kind == "read":
+            return "deny" if path in self.secrets else "allow"
+        if kind == "write" and (".git" in path.parts or any(inside(path, r) for r in self.roots)):
+            return "ask"
+        return "allow"
 
 
 def display(ctx: ToolContext, path: Path) -> str:

@@ -15,6 +15,12 @@ Rules:
   `git status; rm -rf ~`. Such commands fall through to later rules and the default.
 - Relative path globs are anchored at the workspace; absolute ones match canonical paths
   literally (so name the real directory, not a symlink to it).
+- Narrowing layers, ask/deny only: `project_rules` (an untrusted project's rules,
+  config/trust.py) and an agent profile's rules (tools/narrowing.py). Each layer's first
+  matching rule is combined with the answer above, so it can only make it stricter.
+- Protected paths (tools/paths.py): a write to one is at least `ask`, whatever a rule says;
+  a read of a secret file is `deny`.
+- `trusted_projects` belongs to config/trust.py; it is accepted here and means nothing.
 """
 
 import fnmatch
@@ -26,14 +32,17 @@ from typing import Literal
 
 from magi_code.tools.base import Access
 from magi_code.tools.globs import Glob, GlobError, compile_glob
-from magi_code.tools.paths import inside
+from magi_code.tools.paths import Protected, inside
 
 Decision = Literal["allow", "ask", "deny"]
 DECISIONS: tuple[Decision, ...] = ("allow", "ask", "deny")  # in order of strictness
 
+NOTHING_PROTECTED = Protected()  # but `.git` folders, always
 _OPERATORS = re.compile(r"[;&|`<>\n\r]|\$\(")
 _WILDCARDS = re.compile(r"[*?\[]")
-_TOP_KEYS = frozenset({"default_read", "default_write", "default_shell", "rules"})
+_TOP_KEYS = frozenset(
+    {"default_read", "default_write", "default_shell", "rules", "project_rules", "trusted_projects"}
+)
 _RULE_KEYS = frozenset({"tool", "decision", "command", "path"})
 
 
@@ -74,22 +83,29 @@ class Policy:
     default_write: Decision = "ask"
     default_shell: Decision = "ask"
     rules: tuple[Rule, ...] = ()
+    # Layers of ask/deny rules (an untrusted project's, an agent profile's): in each layer the
+    # first matching rule can only make a decision stricter, never looser.
+    narrowing: tuple[tuple[Rule, ...], ...] = ()
+    protected: Protected = NOTHING_PROTECTED
 
     @classmethod
-    def from_settings(cls, table: object) -> "Policy":
+    def from_settings(cls, table: object, protected: Protected | None = None) -> "Policy":
         """Validate the `[permissions]` table (None or missing means all defaults)."""
+        protected = protected or NOTHING_PROTECTED
         if table is None:
-            return cls()
+            return cls(protected=protected)
         if not isinstance(table, Mapping) or not set(table) <= _TOP_KEYS:
             raise PolicyError
-        rules = table.get("rules", [])
-        if not isinstance(rules, Sequence) or isinstance(rules, str | bytes):
+        project_rules = tuple(_rule(r) for r in _rule_list(table.get("project_rules", [])))
+        if any(rule.decision == "allow" for rule in project_rules):
             raise PolicyError
         return cls(
             default_read=_decision(table.get("default_read", "allow")),
             default_write=_decision(table.get("default_write", "ask")),
             default_shell=_decision(table.get("default_shell", "ask")),
-            rules=tuple(_rule(r) for r in rules),
+            rules=tuple(_rule(r) for r in _rule_list(table.get("rules", []))),
+            narrowing=(project_rules,) if project_rules else (),
+            protected=protected,
         )
 
     def decide(self, tool: str, access: Access, workspace: Path) -> Decision:
@@ -97,6 +113,17 @@ class Policy:
         return strictest(self._decide_one(tool, access, p, workspace) for p in paths)
 
     def _decide_one(self, tool: str, access: Access, path: Path | None, ws: Path) -> Decision:
+        decided = self._by_rules(tool, access, path, ws)
+        for layer in self.narrowing:
+            for rule in layer:
+                if rule.matches(tool, access, path, ws):
+                    decided = strictest((decided, rule.decision))
+                    break
+        if path is not None:
+            decided = strictest((decided, self.protected.floor(access.kind, path)))
+        return decided
+
+    def _by_rules(self, tool: str, access: Access, path: Path | None, ws: Path) -> Decision:
         for rule in self.rules:
             if rule.matches(tool, access, path, ws):
                 return rule.decision
@@ -119,6 +146,12 @@ def _path_matches(glob: Glob, path: Path, workspace: Path) -> bool:
         return False
     rel = path.relative_to(workspace).as_posix()
     return glob.matches("" if rel == "." else rel)
+
+
+def _rule_list(rules: object) -> Sequence[object]:
+    if not isinstance(rules, Sequence) or isinstance(rules, str | bytes):
+        raise PolicyError
+    return rules
 
 
 def _decision(value: object) -> Decision:

@@ -1,0 +1,274 @@
+"""Folder trust, and what a project settings file may set: the one table, enforced here.
+
+A workspace is trusted when its canonical path, or the canonical path of one of its ancestors,
+is listed in `[permissions] trusted_projects` of the GLOBAL settings. Nothing a project file
+says counts towards trust.
+
+What `<cwd>/.magi-code/settings.toml` may set (README, "Security model", shows this table):
+
+| key                                                         | untrusted | trusted |
+|-------------------------------------------------------------|-----------|---------|
+| provider (one the global settings or a preset define)       | yes       | yes (1) |
+| model, thinking, agent                                      | yes       | yes     |
+| providers.<known>.models / discover / context_window        | yes       | yes     |
+| permissions.default_read / _write / _shell                  | narrow (2)| yes     |
+| permissions.rules                                           | narrow (3)| yes     |
+| instructions, hooks, skills, agents, mcp.servers            | no        | yes     |
+| providers.<new> (never with a credential key, see below)    | no        | yes     |
+| any key not named in this table                             | no        | yes     |
+| mcp.approved, permissions.trusted_projects,                 | no        | no      |
+| sessions.retention_days                                     |           |         |
+| providers.*.api_key_env / api_key / headers / token /       | no        | no      |
+| token_url / client_id (credential sources)                  |           |         |
+| providers.<known>.base_url / wire_api                       | no        | no      |
+
+<known> is a provider the global settings or a built-in preset define; <new> is any other.
+(1) a trusted project may also select a provider it defines itself.
+(2) kept only when at least as strict as the global value (ask or deny over allow, ...).
+(3) `ask`/`deny` rules are kept as `permissions.project_rules`, which can only make a decision
+    stricter (tools/policy.py); `allow` rules are dropped.
+Project locations read only in a trusted workspace: PROJECT_LOCATIONS.
+
+A key its file may not set is dropped and named in the result (`Dropped`), so a face can warn;
+dropping never fails startup. Dictionaries in, dictionaries out: no file is read here except
+by `trusted_for`/`project_definitions`, which say so (paths are canonicalised with realpath).
+For colleagues: `is_trusted`/`trusted_for` answer for any folder; `Admitted.trusted` for the
+admitted workspace.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
+if TYPE_CHECKING:
+    from typing import Any
+
+ALWAYS, NARROW, TRUSTED, NEVER = "always", "narrow", "trusted", "never"
+TOP_LEVEL = {
+    "provider": ALWAYS,
+    "model": ALWAYS,
+    "thinking": ALWAYS,
+    "agent": ALWAYS,
+    "instructions": TRUSTED,  # extra Markdown paths, absolute ones included, told to the model
+    "hooks": TRUSTED,
+    "skills": TRUSTED,
+    "agents": TRUSTED,
+}
+PERMISSIONS = {
+    "default_read": NARROW,
+    "default_write": NARROW,
+    "default_shell": NARROW,
+    "rules": NARROW,
+    "project_rules": NARROW,
+    "trusted_projects": NEVER,
+}
+MCP = {"approved": NEVER, "servers": TRUSTED}
+SESSIONS = {"retention_days": NEVER}
+CREDENTIAL_KEYS = frozenset(
+    {"api_key_env", "api_key", "headers", "token", "token_url", "client_id"}
+)
+KNOWN_PROVIDER = {"models": ALWAYS, "discover": ALWAYS, "context_window": ALWAYS}
+KNOWN_PROVIDER_FIXED = frozenset({"base_url", "wire_api"})  # where the user sends credentials
+DEFAULT_DECISIONS = {"default_read": "allow", "default_write": "ask", "default_shell": "ask"}
+STRICTNESS = ("allow", "ask", "deny")
+# Project locations (under <cwd>/.magi-code/) that only a trusted workspace reads.
+PROJECT_LOCATIONS = ("settings.toml", "agents", "skills", "hooks", "mcp.json")
+
+
+class Dropped:
+    """One key a project file set and may not: its dotted name, the file's path, and whether
+    trusting the folder would let it through."""
+
+    __slots__ = ("file", "key", "needs_trust")
+
+    def __init__(self, key: str, file: str, needs_trust: bool = True) -> None:
+        self.key, self.file, self.needs_trust = key, file, needs_trust
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Dropped) and (self.key, self.file) == (other.key, other.file)
+
+    def __repr__(self) -> str:
+        return f"Dropped({self.key!r}, {self.file!r})"
+
+    def warning(self) -> str:
+        why = "this folder is not trusted" if self.needs_trust else "only global settings may"
+        return f"ignored {self.key} from {self.file} ({why})"
+
+
+def trusted_paths(global_settings: Mapping[str, Any]) -> list[str]:
+    """The canonical paths of `[permissions] trusted_projects`; absolute entries only."""
+    table = global_settings.get("permissions")
+    listed = table.get("trusted_projects", []) if isinstance(table, Mapping) else []
+    if not isinstance(listed, list):
+        return []
+    canonical = []
+    for entry in listed:
+        if isinstance(entry, str) and entry:
+            path = os.path.expanduser(entry)
+            if os.path.isabs(path):
+                canonical.append(os.path.realpath(path))
+    return canonical
+
+
+def is_trusted(cwd: str, global_settings: Mapping[str, Any]) -> bool:
+    """Whether the canonical `cwd` or one of its ancestors is listed in the GLOBAL settings."""
+    here = os.path.realpath(cwd)
+    for root in trusted_paths(global_settings):
+        if here == root or here.startswith(root.rstrip("/") + "/"):
+            return True
+    return False
+
+
+def trusted_for(cwd: str, global_file: str) -> bool:
+    """`is_trusted` against the global settings file (read here); False if it cannot be read."""
+    from magi_code.config.settings import SettingsError, read_toml
+
+    try:
+        return is_trusted(cwd, read_toml(global_file))
+    except SettingsError:
+        return False
+
+
+def project_definitions(cwd: str, mc_home: str) -> list[str]:
+    """The trust-relevant project files and folders present in `cwd` (read here); none where
+    `<cwd>/.magi-code` is MC_HOME itself (cwd = ~): those are the user's own."""
+    base = os.path.join(cwd, ".magi-code")
+    if os.path.realpath(base) == os.path.realpath(mc_home):
+        return []
+    found = [os.path.join(base, name) for name in PROJECT_LOCATIONS]
+    return [path for path in found if os.path.lexists(path)]
+
+
+def admit_project(
+    project: Mapping[str, Any], base: Mapping[str, Any], trusted: bool, file: str
+) -> tuple[dict[str, Any], list[Dropped]]:
+    """What of `project` applies over `base` (defaults + presets + global settings), and the
+    keys dropped. `base` is only read."""
+    kept: dict[str, Any] = {}
+    dropped: list[str] = []
+    for key, value in project.items():
+        if key == "permissions" and isinstance(value, Mapping):
+            _permissions(value, base.get("permissions"), trusted, kept, dropped)
+        elif key == "providers" and isinstance(value, Mapping):
+            _providers(value, base.get("providers"), trusted, kept, dropped)
+        elif key in ("mcp", "sessions") and isinstance(value, Mapping):
+            _table(key, value, MCP if key == "mcp" else SESSIONS, trusted, kept, dropped)
+        elif _allowed(TOP_LEVEL.get(key, TRUSTED), trusted):
+            kept[key] = value
+        else:
+            dropped.append(key)
+    selected = kept.get("provider")
+    if selected is not None and selected not in _provider_ids(base, kept):
+        del kept["provider"]
+        dropped.append("provider")
+    if trusted:
+        never = set(dropped)
+    else:  # what trusting the folder would still drop
+        never = {d.key for d in admit_project(project, base, True, file)[1]}
+    return kept, [Dropped(key, file, key not in never) for key in dropped]
+
+
+def _allowed(rule: str, trusted: bool) -> bool:
+    return rule == ALWAYS or (rule in (TRUSTED, NARROW) and trusted)
+
+
+def _table(
+    name: str,
+    table: Mapping[str, Any],
+    rules: Mapping[str, str],
+    trusted: bool,
+    kept: dict[str, Any],
+    dropped: list[str],
+) -> None:
+    out = {}
+    for key, value in table.items():
+        if _allowed(rules.get(key, TRUSTED), trusted):
+            out[key] = value
+        else:
+            dropped.append(f"{name}.{key}")
+    if out or not table:
+        kept[name] = out
+
+
+def _permissions(
+    table: Mapping[str, Any], base: object, trusted: bool, kept: dict[str, Any], dropped: list[str]
+) -> None:
+    base_table = base if isinstance(base, Mapping) else {}
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        rule = PERMISSIONS.get(key, TRUSTED)
+        if rule == NEVER or (rule == TRUSTED and not trusted):
+            dropped.append(f"permissions.{key}")
+        elif trusted:
+            out[key] = value
+        elif key in DEFAULT_DECISIONS:
+            if _narrows(value, base_table.get(key, DEFAULT_DECISIONS[key])):
+                out[key] = value
+            else:
+                dropped.append(f"permissions.{key}")
+        else:  # rules or project_rules: the ask/deny ones only narrow, and stay
+            narrowing = _narrowing_rules(value)
+            if narrowing is None:
+                dropped.append(f"permissions.{key}")
+                continue
+            out.setdefault("project_rules", []).extend(narrowing)
+            if len(narrowing) != len(value):
+                dropped.append(f"permissions.{key}")
+    if "project_rules" in out and isinstance(base_table.get("project_rules"), list):
+        out["project_rules"] = [*base_table["project_rules"], *out["project_rules"]]
+    kept["permissions"] = out
+
+
+def _narrows(value: object, base: object) -> bool:
+    """A project default that is at least as strict as the global one (bad values are kept,
+    so that validation reports them)."""
+    if value not in STRICTNESS or base not in STRICTNESS:
+        return value not in STRICTNESS
+    return STRICTNESS.index(value) >= STRICTNESS.index(base)
+
+
+def _narrowing_rules(rules: object) -> list[object] | None:
+    """The `ask`/`deny` rules of a list (a bad shape is kept for validation); None if it is
+    not a list."""
+    if not isinstance(rules, list):
+        return None
+    return [r for r in rules if not (isinstance(r, Mapping) and r.get("decision") == "allow")]
+
+
+def _providers(
+    table: Mapping[str, Any], base: object, trusted: bool, kept: dict[str, Any], dropped: list[str]
+) -> None:
+    known = base if isinstance(base, Mapping) else {}
+    out: dict[str, Any] = {}
+    for provider_id, conf in table.items():
+        if not isinstance(conf, Mapping):
+            if trusted and provider_id not in known:
+                out[provider_id] = conf  # a bad shape, for validation to report
+            else:
+                dropped.append(f"providers.{provider_id}")
+            continue
+        keep = {}
+        for key, value in conf.items():
+            if provider_id in known:
+                fixed = key in CREDENTIAL_KEYS or key in KNOWN_PROVIDER_FIXED
+                allowed = not fixed and _allowed(KNOWN_PROVIDER.get(key, TRUSTED), trusted)
+            else:
+                allowed = trusted and key not in CREDENTIAL_KEYS
+            if allowed:
+                keep[key] = value
+            else:
+                dropped.append(f"providers.{provider_id}.{key}")
+        if keep or (trusted and provider_id not in known):
+            out[provider_id] = keep
+    kept["providers"] = out
+
+
+def _provider_ids(base: Mapping[str, Any], kept: Mapping[str, Any]) -> set[str]:
+    ids: set[str] = set()
+    for layer in (base, kept):
+        table = layer.get("providers")
+        if isinstance(table, Mapping):
+            ids |= set(table)
+    return ids

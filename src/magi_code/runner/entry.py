@@ -1,0 +1,53 @@
+"""The runner's one entry for every face: `start_turn` runs one prompt on an attached session.
+
+The local agent, Mission Control, `exec`, ACP and subagents all call it; none of them builds a
+turn itself. It takes the per-process parts from the admitted snapshot (built once, see
+runner/setup.py), journals into the attached session and returns exactly one `RunFinished`.
+It never raises for a failed run: a failure before the turn could be set up is
+failed/not_started, a crash after it started is failed/degraded (with MC_DEBUG_STDERR=1 the
+crash is written to stderr). Cancellation through `control` is owned by the turn loop; every
+approval still pending when it returns is denied. The face delivers the returned
+`RunFinished` itself (it is not emitted here), after its own cleanup.
+"""
+
+from collections.abc import Callable
+
+from magi_code.runner.events import RunFinished
+from magi_code.runner.journal import SessionJournal
+from magi_code.runner.setup import Selection, turn_setup
+from magi_code.runner.startup import Admitted
+from magi_code.runner.turn import Emitter, TurnControl, TurnSetup, run_turn
+from magi_code.sessions import Attachment
+from magi_code.tools.approvals import ApprovalBroker
+
+
+async def start_turn(
+    admitted: Admitted,
+    attachment: Attachment,
+    selection: Selection,
+    prompt: str,
+    *,
+    run_id: str,
+    emitter: Emitter,
+    control: TurnControl,
+    approvals: ApprovalBroker,
+    observe: Callable[[TurnSetup], None] | None = None,
+) -> RunFinished:
+    """Run one turn of `prompt` on `attachment` with `selection` (provider, model, thinking;
+    None picks the admitted one). `observe` lets a face wrap the turn's provider, tools and
+    policy before it starts (Mission Control's usage, previews and session grants)."""
+    finished = RunFinished("failed", "not_started", None, "execution_failed")
+    try:
+        setup = turn_setup(admitted, selection, attachment.session_id, run_id, approvals)
+        if observe is not None:
+            observe(setup)
+        finished = RunFinished("failed", "degraded", None, "execution_failed")
+        journal = SessionJournal(attachment)
+        return await run_turn(setup, journal, emitter, control, prompt)
+    except Exception:  # noqa: BLE001 - a crashed run still ends in one RunFinished
+        from magi_code.debug import absorbed
+
+        absorbed("a turn")
+        return finished
+    finally:
+        approvals.deny_all()
