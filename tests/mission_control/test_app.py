@@ -535,3 +535,17 @@ async def test_resume_without_an_id_opens_the_picker_at_launch(
             await until(pilot, lambda: any(u.text == "remember me" for u in app.query(UserMessage)))
     finally:
         second.close()
+
+
+async def test_full_mode_still_asks_for_a_protected_path(driver: Driver, workspace: Path) -> None:
+    hook = {"name": "write_file", "arguments": {"path": ".git/hooks/pre-commit", "content": "x"}}
+    app = MissionControl(driver)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_and_send(pilot, app, "/permissions full")
+        await until(pilot, lambda: driver.grants.mode == "full")
+        await type_and_send(pilot, app, script({"tools": [hook]}))
+        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))  # not widened
+        await pilot.pause(APPROVAL_ARM_MS / 1000 + 0.05)
+        await pilot.press("n")
+        await until(pilot, lambda: ended(app, driver))
+    assert not (workspace / ".git").exists()
