@@ -75,6 +75,13 @@ def prepare(launch: Launch, env: dict[str, str]) -> Driver:
     for notice in admitted.notices:
         print(f"magi-code: {notice}", file=sys.stderr)
     driver = Driver(admitted)
+    if admitted.dropped:
+        driver.notices.append(
+            f"{len(admitted.dropped)} project setting(s) ignored in this untrusted folder, "
+            "listed above; `magi-code trust` trusts it"
+        )
+    if admitted.notices:
+        driver.notices.append(f"{len(admitted.notices)} context notice(s), listed above")
     try:
         driver.grants.mode = launch.approval_mode  # type: ignore[assignment]
         resume = launch.resume
