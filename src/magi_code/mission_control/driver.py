@@ -2,10 +2,11 @@
 runner, and no screen.
 
 `startup` is the pre-UI part (admitted snapshot, retention sweep) and runs before anything is
-drawn; a folder-trust question belongs there too. `Driver` owns the session attachment and
-the person's selection, and runs one turn at a time through the runner's `run_turn`, like the
-local agent does, with the face as its emitter and approval answerer. It imports nothing of
-Textual, so it can be driven (and tested) without a screen.
+drawn, after the folder-trust question (console.py). `Driver` owns the session attachment and
+the person's selection, and runs one turn at a time through the runner's one entry,
+`start_turn`, with the face as its emitter and approval answerer and the observers of
+observe.py wrapped around the turn's parts. It imports nothing of Textual, so it can be driven
+(and tested) without a screen.
 """
 
 import json
