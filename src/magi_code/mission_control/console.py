@@ -83,7 +83,7 @@ def prepare(launch: Launch, env: dict[str, str]) -> Driver:
     if admitted.notices:
         driver.notices.append(f"{len(admitted.notices)} context notice(s), listed above")
     try:
-        driver.grants.mode = launch.approval_mode  # type: ignore[assignment]
+        driver.grants.mode = launch.approval_mode
         resume = launch.resume
         if launch.continue_latest:
             resume = driver.latest_here()

@@ -22,6 +22,7 @@ import anyio
 
 from magi_code.limits import APPROVAL_EXPIRY_MS, INPUT_HISTORY_PROMPTS
 from magi_code.mission_control.observe import (
+    ApprovalMode,
     FacePolicy,
     Grants,
     ObservedProvider,
@@ -90,7 +91,7 @@ class Launch:
     continue_latest: bool = False
     provider: str | None = None
     model: str | None = None
-    approval_mode: str = "ask"
+    approval_mode: ApprovalMode = "ask"
     agent: str | None = None  # --agent: the primary agent profile
 
 
