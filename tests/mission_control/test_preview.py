@@ -53,7 +53,8 @@ def test_shell_and_other_tools_show_command_cwd_and_arguments_redacted() -> None
 
 
 def test_commands_are_known_words_and_paths_stay_prompts() -> None:
-    assert parse("/model gpt-x") is not None and parse("/model gpt-x").argument == "gpt-x"  # type: ignore[union-attr]
+    model = parse("/model gpt-x")
+    assert model is not None and (model.name, model.argument) == ("model", "gpt-x")
     unknown = parse("/modle")
     assert unknown is not None and unknown.name == "" and unknown.word == "modle"
     assert parse("/etc/hosts looks odd") is None
