@@ -160,10 +160,10 @@ class MissionControl(App[int]):
         tally, window = self.driver.tally, self.driver.context_window()
         share = min(100, round(100 * tally.context / window)) if window else 0
         mode = self.driver.grants.mode
-        self.query_one("#status", Static).update(
-            f"{self.driver.provider}/{self.driver.model} · context {share}% of {window:,} · "
-            f"tokens {tally.session_input:,} in {tally.session_output:,} out · "
-            f"approvals: {mode} · {self.hint or self.state}"
+        self.query_one("#status", Static).update(  # what matters most first: narrow terminals
+            f"{self.hint or self.state} · {self.driver.provider}/{self.driver.model} · "
+            f"context {share}% of {window:,} · "
+            f"tokens {tally.session_input:,} in {tally.session_output:,} out · approvals: {mode}"
         )
 
     async def hydrate(self) -> None:
