@@ -549,3 +549,23 @@ async def test_full_mode_still_asks_for_a_protected_path(driver: Driver, workspa
         await pilot.press("n")
         await until(pilot, lambda: ended(app, driver))
     assert not (workspace / ".git").exists()
+
+
+async def test_new_starts_another_session_and_clear_only_clears_the_screen(
+    driver: Driver,
+) -> None:
+    app = MissionControl(driver)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_and_send(pilot, app, "first")
+        await until(pilot, lambda: ended(app, driver))
+        first = driver.attachment.session_id if driver.attachment else ""
+        await type_and_send(pilot, app, "/clear")
+        await until(pilot, lambda: not app.query(UserMessage))
+        assert driver.attachment is not None and driver.attachment.session_id == first
+        await type_and_send(pilot, app, "/new")
+        await until(pilot, lambda: "New session" in notices(app))
+        await type_and_send(pilot, app, "second")
+        await until(pilot, lambda: ended(app, driver))
+        assert driver.attachment is not None and driver.attachment.session_id != first
+    assert [r["text"] for r in kinds(driver, "user")] == ["second"]
+    assert len(list(driver.store.directory.glob("*.jsonl"))) == 2
