@@ -27,7 +27,8 @@ USAGE = """usage:
   magi-code serve --stdio        the local-agent protocol over inherited pipes
   magi-code login | logout | models [--refresh] [--json]
   magi-code trust [PATH] | untrust [PATH]   (un)list a folder in the global trusted_projects
-  magi-code mcp digest NAME      the digest to add to the global mcp.approved list
+  magi-code mcp list [--probe] | add | remove | approve | digest | login | logout
+                                 MCP servers (magi-code mcp -h)
   magi-code sessions list [--json]
   magi-code sessions prune [--older-than DAYS] [--dry-run]
 """
@@ -47,9 +48,12 @@ def is_pipe(fd: int) -> bool:
 
 
 def wants_help(args: list[str]) -> bool:
-    """-h/--help anywhere but as the text of --prompt; `serve` takes it only alone."""
+    """-h/--help anywhere but as the text of --prompt; `serve` takes it only alone, and `mcp`
+    answers it itself."""
     if args[:1] == ["serve"]:
         return args[1:] in (["-h"], ["--help"])
+    if args[:1] == ["mcp"]:
+        return False  # the mcp commands answer -h/--help with their own usage
     words = [w for i, w in enumerate(args) if i == 0 or args[i - 1] != "--prompt"]
     return "-h" in words or "--help" in words
 
@@ -74,8 +78,10 @@ def main(argv: list[str] | None = None) -> int:
         return sessions_command(args[1:])
     if args[:1] in (["trust"], ["untrust"]) and len(args) <= 2:
         return trust_command(args[0], args[1] if len(args) == 2 else os.getcwd())
-    if len(args) == 3 and args[:2] == ["mcp", "digest"]:
-        return mcp_digest(args[2])
+    if args[:1] == ["mcp"]:
+        from magi_code.mcp.commands import main as mcp_command
+
+        return mcp_command(args[1:])
     agent, rest = agent_option(args)
     if agent == "":
         return refuse("--agent needs a profile name")
@@ -173,26 +179,6 @@ def context_command(agent: str | None) -> int:
     names = [*builtin_tools(), *([loader.SKILL_TOOL] if context.skills else [])]
     tools = [name for name in names if loader.offers(context.profile, name)]
     print(render(context, trusted=loaded.trusted, tools=tools))
-    return 0
-
-
-def mcp_digest(name: str) -> int:
-    """Print the canonical digest of MCP server NAME as the merged settings define it."""
-    from magi_code.config import paths, settings
-    from magi_code.mcp.definitions import canonical_digest
-
-    home = paths.resolve_home(os.environ)
-    try:
-        loaded = settings.load_layers(
-            paths.Paths(home).settings, paths.project_settings(os.getcwd())
-        )
-    except settings.SettingsError:
-        return refuse("the settings are not valid")
-    warn_dropped(loaded.dropped)
-    servers = loaded.settings.get("mcp", {}).get("servers", {})
-    if not isinstance(servers, dict) or not isinstance(servers.get(name), dict):
-        return refuse("no MCP server of that name in the settings")
-    print(canonical_digest(name, servers[name]))
     return 0
 
 

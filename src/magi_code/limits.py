@@ -72,6 +72,38 @@ PROFILE_NAME_CHARS = 64  # agent profile names, like skill names
 # Settings files: tables and arrays nested deeper than this are refused (configuration_invalid)
 SETTINGS_DEPTH = 32
 
+# Hooks (runner/hooks.py): processes the settings run on runner events
+HOOK_TIMEOUT_MS = 10_000  # a hook's `timeout_ms` when it sets none
+HOOK_MAX_TIMEOUT_MS = 60_000  # the largest `timeout_ms` a hook may set
+HOOK_STDOUT_BYTES = 64 * 1024  # of a hook's stdout read as its answer; more is a diagnostic
+HOOK_REASON_BYTES = 4096  # a block reason (stdout `reason` or stderr) as the model gets it
+HOOK_CONTEXT_BYTES = 16 * 1024  # `additional_context` of one event's hooks, together
+HOOKS_PER_EVENT = 32  # hooks one event may list
+HOOK_KILL_GRACE_S = 0.5  # SIGTERM to SIGKILL for a hook past its timeout
+HOOK_DRAIN_S = 0.5  # once a hook exits, how long something it left may hold its pipes
+
+# Code Mode (tools/code_mode.py): the `code` tool's interpreter
+CODE_TIMEOUT_S = 60.0  # the wall clock of a program when the call sets none
+CODE_MAX_TIMEOUT_S = 600.0
+CODE_MEMORY_BYTES = 512 * 1024 * 1024  # RLIMIT_AS of the interpreter
+CODE_OUTPUT_BYTES = 32 * 1024  # of stdout, and again of stderr: head and tail halves
+CODE_RESULT_BYTES = 16 * 1024  # the JSON of `result`
+CODE_BRIDGE_LINE_BYTES = 5 * 1024 * 1024  # one bridged call's request line (arguments inside)
+CODE_BRIDGED_CALLS = 1000  # bridged calls one program may make
+CODE_KILL_GRACE_S = 0.2  # SIGTERM to SIGKILL when a program is stopped
+CODE_DRAIN_S = 0.5  # once a program exits, how long something it left may hold its pipes
+
+# Subagents and peers (melchior): per session; settings may lower the first two, never raise
+SUBAGENTS_CONCURRENT = 4  # children of one session running at once
+SUBAGENT_DEPTH = 2  # a top session is depth 0; its children 1, theirs 2, and no deeper
+SUBAGENT_TEXT_BYTES = 16 * 1024  # a child's final text as the parent's tool returns it
+SUBAGENT_REPORT_BYTES = 16 * 1024  # a child's stored report as the parent's tool returns it
+CHILD_EXIT_MS = 2000  # a cancelled or finished child (and its socket) is gone within this
+MELCHIOR_START_MS = 5000  # `melchior serve` says `listening` within this, or is given up
+MELCHIOR_TOOL_MS = 15_000  # one `melchior tool`/`fork` exec
+PEER_INBOX = 64  # peer messages queued for the next turn boundary; older ones are dropped
+PEER_TEXT_BYTES = 8 * 1024  # one peer message as the model is shown it
+
 # Mission Control (the terminal face)
 UI_FRAME_MS = 50  # streamed text reaches the screen at most this often (20 frames a second)
 UI_YIELD_MS = 8  # a provider stream gives the screen a turn at least this often

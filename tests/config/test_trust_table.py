@@ -20,6 +20,13 @@ ROWS: list[tuple[str, str, tuple[str, ...], str, str]] = [
     ('agent = "default"', "agent", ("agent",), KEPT, KEPT),
     ('instructions = ["/etc/hostname"]', "instructions", ("instructions",), DROPPED, KEPT),
     ("hooks = { x = 1 }", "hooks", ("hooks",), DROPPED, KEPT),
+    ("code_mode = true", "code_mode", ("code_mode",), DROPPED, KEPT),
+    ('[permissions.code_mode]\ndefault_write = "allow"', "permissions.code_mode.default_write",
+     ("permissions", "code_mode", "default_write"), DROPPED, KEPT),
+    ('[permissions.code_mode]\ndefault_write = "deny"', "permissions.code_mode.default_write",
+     ("permissions", "code_mode", "default_write"), KEPT, KEPT),
+    ('[[permissions.code_mode.rules]]\ntool = "shell"\ndecision = "allow"',
+     "permissions.code_mode.rules", ("permissions", "code_mode", "rules"), DROPPED, KEPT),
     ("skills = { x = 1 }", "skills", ("skills",), DROPPED, KEPT),
     ("agents = { x = 1 }", "agents", ("agents",), DROPPED, KEPT),
     ("unknown_key = 1", "unknown_key", ("unknown_key",), DROPPED, KEPT),
@@ -71,6 +78,10 @@ ROWS: list[tuple[str, str, tuple[str, ...], str, str]] = [
      ("providers", "new", "api_key_env"), DROPPED, DROPPED),
     ('[providers.new]\ntoken = "t"', "providers.new.token",
      ("providers", "new", "token"), DROPPED, DROPPED),
+    ('[melchior]\ntalk = "instance"', "melchior.talk", ("melchior", "talk"), KEPT, KEPT),
+    ('[melchior]\ntalk = "run"', "melchior.talk", ("melchior", "talk"), DROPPED, DROPPED),
+    ('[melchior]\ntalk = "project"', "melchior.talk", ("melchior", "talk"), DROPPED, DROPPED),
+    ("[melchior]\nother = 1", "melchior.other", ("melchior", "other"), DROPPED, DROPPED),
 ]  # fmt: skip
 
 
@@ -126,7 +137,7 @@ def test_the_table_names_every_key_the_code_reads() -> None:
     for key in ("provider", "model", "thinking", "agent", "instructions", "hooks", "skills"):
         assert key in tabled and key in trust.TOP_LEVEL
     for key in trust.PERMISSIONS:
-        assert key == "project_rules" or f"permissions.{key}" in tabled
+        assert key == "project_rules" or any(k.startswith(f"permissions.{key}") for k in tabled)
     for key in trust.CREDENTIAL_KEYS:
         assert any(k.endswith(f".{key}") for k in tabled), key
     for table, keys in (("mcp", trust.MCP), ("sessions", trust.SESSIONS)):
@@ -215,3 +226,22 @@ def test_deeply_nested_settings_are_a_settings_error(tmp_path: Path, text: str) 
     path.write_text(text)
     with pytest.raises(settings.SettingsError):
         settings.read_toml(str(path))
+
+
+@pytest.mark.parametrize(
+    ("user", "project", "kept"),
+    [
+        ("project", "run", True),
+        ("project", "project", True),
+        ("run", "run", True),
+        ("run", "project", False),
+        ("instance", "run", False),
+        ("bogus", "run", False),  # an unknown user value counts as the default, instance
+    ],
+)
+def test_a_project_may_only_narrow_melchiors_talk(
+    tmp_path: Path, user: str, project: str, kept: bool
+) -> None:
+    loaded = load(tmp_path, f'[melchior]\ntalk = "{project}"', f'[melchior]\ntalk = "{user}"')
+    assert (loaded.settings["melchior"]["talk"] == project) is kept
+    assert bool(loaded.dropped) is not kept

@@ -1,11 +1,11 @@
-"""Fixtures for MCP tests: settings tables that run the real echo server."""
+"""Fixtures for MCP tests: settings tables that run the real echo server; real HTTP servers."""
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from mcp_harness import ECHO_SERVER, Definition
+from mcp_harness import ECHO_SERVER, Definition, HttpServer
 
 
 @pytest.fixture
@@ -21,3 +21,17 @@ def server_def(tmp_path: Path) -> Callable[..., Definition]:
         }
 
     return make
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[HttpServer]:
+    server = HttpServer(tmp_path / "http")
+    yield server
+    server.kill()
+
+
+@pytest.fixture
+def oauth_server(tmp_path: Path) -> Iterator[HttpServer]:
+    server = HttpServer(tmp_path / "oauth", oauth=True)
+    yield server
+    server.kill()

@@ -45,6 +45,8 @@ def script(*rounds: dict[str, object]) -> str:
 def records(driver: Driver) -> list[dict[str, Any]]:
     assert driver.attachment is not None
     path = driver.store.path_of(driver.attachment.session_id)
+    if not path.exists():
+        return []  # a session has no file before its first record
     return [json.loads(line) for line in path.read_bytes().split(b"\n") if line]
 
 

@@ -40,7 +40,6 @@ def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
         ["sessions", "--help"],
         ["sessions", "list", "--help"],
         ["sessions", "prune", "-h"],
-        ["mcp", "digest", "--help"],
         ["resume", "--help"],
         ["--continue", "-h"],
     ],

@@ -216,3 +216,50 @@ def test_redaction_after_reconciliation(store: SessionStore, cwd: Path) -> None:
     text = repr(got)
     assert "A1b2C3d4E5f6" not in text and "abcdefghijklmnop" not in text
     assert got[1] == ("assistant", "echo [REDACTED] done", False)
+
+
+def activity(run: str, aid: str, state: str, **extra: str) -> dict[str, Any]:
+    return {"type": "activity", "activity_id": aid, "run_id": run, "name": "hook:stop",
+            "state": state, "summary": "exit 0", **extra}  # fmt: skip
+
+
+def test_activity_records_show_like_tools_and_never_their_context(
+    store: SessionStore, cwd: Path
+) -> None:
+    """Hook runs and Code Mode calls (`activity` records) were refused as an unknown type."""
+    records = [
+        user("r1", "q"),
+        activity("r1", "h1", "started"),
+        activity("r1", "h1", "completed", context="CONTEXT-FOR-THE-MODEL", drops_prompt="m1"),
+        activity("r1", "h2", "started"),
+        finished("r1"),
+    ]
+    got, complete = shown(store, cwd, records)
+    assert got == [
+        ("user", "q", False),
+        ("activity", "hook:stop completed: exit 0", False),
+        ("activity", "hook:stop started: exit 0", True),
+    ]
+    assert complete
+
+
+def test_malformed_activity_records_make_the_session_invalid(
+    store: SessionStore, cwd: Path
+) -> None:
+    from magi_code.sessions import SessionError
+    from magi_code.sessions.records import check_record
+
+    good = {"session_id": "s", **activity("r1", "a1", "completed")}
+    assert check_record(good, "s") == good
+    for bad in (
+        {**good, "state": "paused"},
+        {**good, "context": 3},
+        {**good, "drops_prompt": ["m1"]},
+        {k: v for k, v in good.items() if k != "activity_id"},
+    ):
+        try:
+            check_record(bad, "s")
+        except SessionError as refused:
+            assert refused.code == "session_invalid"
+        else:
+            raise AssertionError(bad)

@@ -1,5 +1,6 @@
-"""The credential store: API keys per provider id and Codex sign-in tokens, in one JSON file
-in MC_HOME (dir 0700, file 0600), replaced atomically.
+"""The credential store: API keys per provider id, Codex sign-in tokens, and the OAuth state of
+MCP servers (under `mcp:<server name>`), in one JSON file in MC_HOME (dir 0700, file 0600),
+replaced atomically.
 
 It must never print, log or return secrets in str/repr; callers read them by explicit fields.
 """
@@ -9,6 +10,7 @@ import json
 import os
 
 FILE_NAME = "credentials.json"
+MCP_PREFIX = "mcp:"  # entries of MCP servers, beside those of providers
 
 
 class CredentialsError(Exception):
@@ -88,6 +90,19 @@ class CredentialStore:
             oauth["account_id"] = tokens.account_id
         data[provider_id] = {"oauth": oauth}
         self._save(data)
+
+    def mcp_oauth(self, server: str) -> dict[str, object] | None:
+        """The stored OAuth state of MCP server `server` (mcp/oauth.py reads its fields)."""
+        state = self._entry(MCP_PREFIX + server).get("mcp_oauth")
+        return state if isinstance(state, dict) else None
+
+    def set_mcp_oauth(self, server: str, state: dict[str, object]) -> None:
+        data = self._load()
+        data[MCP_PREFIX + server] = {"mcp_oauth": state}
+        self._save(data)
+
+    def remove_mcp_oauth(self, server: str) -> bool:
+        return self.remove(MCP_PREFIX + server)
 
     def remove(self, provider_id: str) -> bool:
         data = self._load()

@@ -105,15 +105,16 @@ def load(global_file: str, project_file: str) -> dict[str, Any]:
     return load_layers(global_file, project_file).settings
 
 
-def load_layers(global_file: str, project_file: str) -> Loaded:
+def load_layers(global_file: str, project_file: str, *, may_trust: bool = True) -> Loaded:
     """The merged settings; `project_file` is <workspace>/.magi-code/settings.toml, and the
-    workspace's trust decides what of it applies."""
+    workspace's trust decides what of it applies. `may_trust` False (a subagent of an
+    untrusted parent) treats a trusted workspace as untrusted."""
     from magi_code.config import trust
 
     global_settings = read_toml(global_file)
     base = base_layers(global_settings)
     workspace = os.path.dirname(os.path.dirname(project_file))
-    trusted = trust.is_trusted(workspace, global_settings)
+    trusted = may_trust and trust.is_trusted(workspace, global_settings)
     # In the folder that holds MC_HOME (cwd = ~), the "project" file is the global one.
     is_global = os.path.realpath(project_file) == os.path.realpath(global_file)
     raw = {} if is_global else read_toml(project_file)

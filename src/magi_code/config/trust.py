@@ -13,11 +13,14 @@ What `<cwd>/.magi-code/settings.toml` may set (README, "Security model", shows t
 | providers.<known>.models / discover / context_window        | yes       | yes     |
 | permissions.default_read / _write / _shell                  | narrow (2)| yes     |
 | permissions.rules                                           | narrow (3)| yes     |
-| instructions, hooks, skills, agents, mcp.servers            | no        | yes     |
+| permissions.code_mode.default_* / .rules (Code Mode policy) | narrow    | yes     |
+| instructions, hooks, code_mode, skills, agents, mcp.servers | no        | yes     |
 | providers.<new> (never with a credential key, see below)    | no        | yes     |
 | any key not named in this table                             | no        | yes     |
+| melchior.talk (instance < run < project)                    | narrow (4)| narrow  |
 | mcp.approved, permissions.trusted_projects,                 | no        | no      |
 | sessions.retention_days                                     |           |         |
+| mcp.servers.*.headers / bearer_token_env (credentials)      | no        | no      |
 | providers.*.api_key_env / api_key / headers / token /       | no        | no      |
 | token_url / client_id (credential sources)                  |           |         |
 | providers.<known>.base_url / wire_api                       | no        | no      |
@@ -27,6 +30,8 @@ What `<cwd>/.magi-code/settings.toml` may set (README, "Security model", shows t
 (2) kept only when at least as strict as the global value (ask or deny over allow, ...).
 (3) `ask`/`deny` rules are kept as `permissions.project_rules`, which can only make a decision
     stricter (tools/policy.py); `allow` rules are dropped.
+(4) kept only when at most as wide as the global value (default `instance`): melchior's wall
+    is the user's setting, handed to `melchior serve`/`tool` as MAGI_MELCHIOR_TALK.
 Project locations read only in a trusted workspace: PROJECT_LOCATIONS.
 
 A key its file may not set is dropped and named in the result (`Dropped`), so a face can warn;
@@ -52,7 +57,8 @@ TOP_LEVEL = {
     "thinking": ALWAYS,
     "agent": ALWAYS,
     "instructions": TRUSTED,  # extra Markdown paths, absolute ones included, told to the model
-    "hooks": TRUSTED,
+    "hooks": TRUSTED,  # commands run on runner events (runner/hooks.py)
+    "code_mode": TRUSTED,  # turns on the `code` tool (tools/code_mode.py)
     "skills": TRUSTED,
     "agents": TRUSTED,
 }
@@ -63,8 +69,12 @@ PERMISSIONS = {
     "rules": NARROW,
     "project_rules": NARROW,
     "trusted_projects": NEVER,
+    "code_mode": NARROW,  # the Code Mode policy: the same keys, narrowed the same way
 }
 MCP = {"approved": NEVER, "servers": TRUSTED}
+# What an MCP server sends as credentials: only the user's own files name them, so a project
+# can neither put a secret in a header nor point one at the user's environment.
+MCP_SERVER_CREDENTIAL_KEYS = frozenset({"headers", "bearer_token_env"})
 SESSIONS = {"retention_days": NEVER}
 CREDENTIAL_KEYS = frozenset(
     {"api_key_env", "api_key", "headers", "token", "token_url", "client_id"}
@@ -153,8 +163,12 @@ def admit_project(
             _permissions(value, base.get("permissions"), trusted, kept, dropped)
         elif key == "providers" and isinstance(value, Mapping):
             _providers(value, base.get("providers"), trusted, kept, dropped)
+        elif key == "melchior" and isinstance(value, Mapping):
+            _melchior(value, base.get("melchior"), kept, dropped)
         elif key in ("mcp", "sessions") and isinstance(value, Mapping):
             _table(key, value, MCP if key == "mcp" else SESSIONS, trusted, kept, dropped)
+            if key == "mcp" and isinstance(kept.get("mcp", {}).get("servers"), Mapping):
+                kept["mcp"]["servers"] = _mcp_servers(kept["mcp"]["servers"], dropped)
         elif _allowed(TOP_LEVEL.get(key, TRUSTED), trusted):
             kept[key] = value
         else:
@@ -192,33 +206,73 @@ def _table(
         kept[name] = out
 
 
+def _mcp_servers(servers: Mapping[str, Any], dropped: list[str]) -> dict[str, Any]:
+    """A trusted project's server tables without their credential sources."""
+    out: dict[str, Any] = {}
+    for name, conf in servers.items():
+        if isinstance(conf, Mapping):
+            for key in sorted(MCP_SERVER_CREDENTIAL_KEYS & set(conf)):
+                dropped.append(f"mcp.servers.{name}.{key}")
+            conf = {k: v for k, v in conf.items() if k not in MCP_SERVER_CREDENTIAL_KEYS}
+        out[name] = conf
+    return out
+
+
 def _permissions(
     table: Mapping[str, Any], base: object, trusted: bool, kept: dict[str, Any], dropped: list[str]
 ) -> None:
+    kept["permissions"] = _permission_table(table, base, trusted, dropped, "permissions")
+
+
+def _permission_table(
+    table: Mapping[str, Any], base: object, trusted: bool, dropped: list[str], name: str
+) -> dict[str, Any]:
+    """`[permissions]` (or its `code_mode` table, the same shape) as a project may set it."""
     base_table = base if isinstance(base, Mapping) else {}
     out: dict[str, Any] = {}
     for key, value in table.items():
         rule = PERMISSIONS.get(key, TRUSTED)
-        if rule == NEVER or (rule == TRUSTED and not trusted):
-            dropped.append(f"permissions.{key}")
+        if key == "code_mode" and name == "permissions" and isinstance(value, Mapping):
+            inner = base_table.get(key)
+            out[key] = _permission_table(value, inner, trusted, dropped, f"{name}.{key}")
+        elif rule == NEVER or (rule == TRUSTED and not trusted):
+            dropped.append(f"{name}.{key}")
         elif trusted:
             out[key] = value
         elif key in DEFAULT_DECISIONS:
             if _narrows(value, base_table.get(key, DEFAULT_DECISIONS[key])):
                 out[key] = value
             else:
-                dropped.append(f"permissions.{key}")
+                dropped.append(f"{name}.{key}")
         else:  # rules or project_rules: the ask/deny ones only narrow, and stay
             narrowing = _narrowing_rules(value)
             if narrowing is None:
-                dropped.append(f"permissions.{key}")
+                dropped.append(f"{name}.{key}")
                 continue
             out.setdefault("project_rules", []).extend(narrowing)
             if len(narrowing) != len(value):
-                dropped.append(f"permissions.{key}")
+                dropped.append(f"{name}.{key}")
     if "project_rules" in out and isinstance(base_table.get("project_rules"), list):
         out["project_rules"] = [*base_table["project_rules"], *out["project_rules"]]
-    kept["permissions"] = out
+    return out
+
+
+TALKS = ("instance", "run", "project")  # melchior's walls, narrowest first
+
+
+def _melchior(
+    table: Mapping[str, Any], base: object, kept: dict[str, Any], dropped: list[str]
+) -> None:
+    """A project may narrow melchior's `talk`, trusted or not, and set nothing else there."""
+    base_talk = base.get("talk") if isinstance(base, Mapping) else None
+    ceiling = TALKS.index(base_talk) if base_talk in TALKS else 0
+    out = {}
+    for key, value in table.items():
+        if key == "talk" and value in TALKS and TALKS.index(value) <= ceiling:
+            out[key] = value
+        else:
+            dropped.append(f"melchior.{key}")
+    kept["melchior"] = out
 
 
 def _narrows(value: object, base: object) -> bool:

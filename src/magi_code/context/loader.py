@@ -57,10 +57,13 @@ class Context:
         return self.profiles.subagents()
 
 
-def load(home: str, cwd: str, loaded: Loaded, *, agent: str | None) -> Context:
+def load(
+    home: str, cwd: str, loaded: Loaded, *, agent: str | None, subagent: bool = False
+) -> Context:
+    """`subagent`: the process is a subagent running profile `agent` (runner/delegation.py)."""
     conf = loaded.settings
     try:
-        return load_for(home, cwd, loaded, agent=agent)
+        return load_for(home, cwd, loaded, agent=agent, subagent=subagent)
     except profiles.ProfileError:
         if agent or loaded.trusted or conf["agent"] == loaded.base["agent"]:
             raise
@@ -71,12 +74,14 @@ def load(home: str, cwd: str, loaded: Loaded, *, agent: str | None) -> Context:
     return load_for(home, cwd, loaded, agent=None)
 
 
-def load_for(home: str, cwd: str, loaded: Loaded, *, agent: str | None) -> Context:
+def load_for(
+    home: str, cwd: str, loaded: Loaded, *, agent: str | None, subagent: bool = False
+) -> Context:
     conf, trusted = loaded.settings, loaded.trusted
     notices: list[str] = []
     root = instructions.repository_root(cwd)
     found = profiles.Profiles(home, root, trusted, disabled_names(conf, "agents"), notices)
-    profile = found.primary(agent or conf.get("agent") or "default")
+    profile = found.primary(agent or conf.get("agent") or "default", subagent=subagent)
     check_profile(profile, conf)
     body, cut = profiles.load_body(profile)
     if cut:

@@ -11,6 +11,7 @@ file named like a built-in replaces it (the way to change `default`). Front matt
   permissions  list of rules that can only narrow the global policy, each
                `ask|deny TOOL [PATH-GLOB]`, or `ask|deny shell COMMAND-PATTERN...`
   disabled     true | false
+  code_mode    true | false: offer the `code` tool (absent: the `code_mode` setting decides)
 The body is the profile's instructions. A file without front matter is all body (mode all).
 
 Names are lowercase letters, digits, `-` and `_`, at most PROFILE_NAME_CHARS. Startup reads
@@ -30,7 +31,17 @@ from magi_code.limits import INSTRUCTION_FILE_BYTES, PROFILE_NAME_CHARS, PROFILE
 MODES = ("primary", "subagent", "all")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 _FIELDS = frozenset(
-    {"description", "mode", "model", "provider", "thinking", "tools", "permissions", "disabled"}
+    {
+        "description",
+        "mode",
+        "model",
+        "provider",
+        "thinking",
+        "tools",
+        "permissions",
+        "disabled",
+        "code_mode",
+    }
 )
 
 DEFAULT_BODY = (
@@ -54,6 +65,7 @@ class ProfileError(Exception):
 class Profile:
     __slots__ = (
         "body",
+        "code_mode",
         "description",
         "disabled",
         "mode",
@@ -80,6 +92,7 @@ class Profile:
         tools: tuple[str, ...] | None = None,
         permissions: tuple[dict[str, str], ...] = (),
         disabled: bool = False,
+        code_mode: bool | None = None,  # None: the setting decides
         body: str | None = None,  # built-ins carry it; files are read on demand
         offset: int = 0,  # where a file's body starts
     ) -> None:
@@ -87,6 +100,7 @@ class Profile:
         self.model, self.provider, self.thinking = model, provider, thinking
         self.tools, self.permissions, self.disabled = tools, permissions, disabled
         self.body, self.offset = body, offset
+        self.code_mode = code_mode
 
 
 BUILTINS = {
@@ -136,6 +150,9 @@ def read_profile(path: str, name: str) -> Profile:
     disabled = _text(fields, "disabled") or "false"
     if disabled not in ("true", "false"):
         raise ValueError("disabled must be true or false")
+    code_mode = _text(fields, "code_mode")
+    if code_mode not in (None, "true", "false"):
+        raise ValueError("code_mode must be true or false")
     return Profile(
         name,
         path,
@@ -147,6 +164,7 @@ def read_profile(path: str, name: str) -> Profile:
         tools=_tools(fields.get("tools")),
         permissions=tuple(_rule(r) for r in _items(fields.get("permissions"), "permissions")),
         disabled=disabled == "true",
+        code_mode=None if code_mode is None else code_mode == "true",
         offset=offset,
     )
 
@@ -246,14 +264,18 @@ class Profiles:
         except ValueError as exc:
             raise ProfileError(f"agent profile {path}: {exc}") from None
 
-    def primary(self, name: str) -> Profile:
+    def primary(self, name: str, *, subagent: bool = False) -> Profile:
+        """The profile a process runs as: a primary one, or (a subagent's process) one
+        offered to subagents."""
         if not valid_name(name):
             raise ProfileError("agent profile name must be lowercase letters, digits, - and _")
         profile = self.get(name)
         if profile.disabled or name in self.disabled:
             raise ProfileError(f"agent profile {name!r} is disabled")
-        if profile.mode == "subagent":
+        if profile.mode == "subagent" and not subagent:
             raise ProfileError(f"agent profile {name!r} is a subagent only")
+        if profile.mode == "primary" and subagent:
+            raise ProfileError(f"agent profile {name!r} is not a subagent profile")
         return profile
 
     def subagents(self) -> list[Profile]:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from anyio.from_thread import BlockingPortal
 
+    from magi_code.runner.agents import SessionAgents
     from magi_code.runner.events import MessageDelta, RunEvent
     from magi_code.runner.startup import Admitted
     from magi_code.runner.turn import TurnControl
@@ -82,6 +83,7 @@ class LocalRuntime:
 
         self.store: SessionStore = SessionStore(Path(admitted.paths.home))
         self.attachment: Attachment | None = None
+        self.agents: SessionAgents | None = None  # the attached session's melchior and children
         self.operation: Pending | None = None
         self.run: ActiveRun | None = None
         self.channel = EventChannel(server.wake)
@@ -146,6 +148,8 @@ class LocalRuntime:
             self._portal_cm.__exit__(None, None, None)  # waits for the run's task to end
         if self.admitted.mcp is not None:  # MCP servers shut down before leases are released
             self.admitted.mcp.close(limits.CLEANUP_WAIT_MS / 1000)
+        if self.agents is not None:
+            self.agents.close()
         if self.attachment is not None:
             self.attachment.close()
 
@@ -197,17 +201,19 @@ class LocalRuntime:
 
         def work() -> Any:
             self.portal()
-            return self.store.create(self.admitted.cwd, self._selection())
+            attachment = self.store.create(self.admitted.cwd, self._selection())
+            return attachment, self._agents_for(attachment)
 
-        def done(attachment: Attachment) -> None:
-            self._attach(attachment)
+        def done(made: tuple[Attachment, SessionAgents]) -> None:
+            attachment, agents = made
+            self._attach(attachment, agents)
             self.server.reply(
                 request.id,
                 {
                     "session_id": attachment.session_id,
-                    "durable": False,
+                    "durable": attachment.durable,
                     "revision": attachment.history.revision,
-                    "notices": [],
+                    "notices": agents.notices,
                 },
             )
 
@@ -223,17 +229,19 @@ class LocalRuntime:
 
         def work() -> Any:
             self.portal()
-            return self.store.open(session_id, self.admitted.cwd, self._available)
+            attachment, notices = self.store.open(session_id, self.admitted.cwd, self._available)
+            return attachment, notices, self._agents_for(attachment)
 
-        def done(opened: tuple[Attachment, list[str]]) -> None:
-            attachment, notices = opened
+        def done(opened: tuple[Attachment, list[str], SessionAgents]) -> None:
+            attachment, notices, agents = opened
+            notices = [*notices, *agents.notices]
             saved, admitted = attachment.selection, self.admitted
             if saved is not None and "saved_selection_unavailable" not in notices:
                 self.provider, self.model = saved.provider, saved.model
             else:  # restore nothing, or what cannot run: the startup selection
                 self.provider, self.model = admitted.provider, admitted.model
             self.thinking = saved.thinking if saved is not None else admitted.thinking
-            self._attach(attachment)
+            self._attach(attachment, agents)
             self.server.reply(
                 request.id,
                 {
@@ -246,11 +254,20 @@ class LocalRuntime:
 
         self.start_operation(request, work, done)
 
-    def _attach(self, attachment: Attachment) -> None:
+    def _attach(self, attachment: Attachment, agents: SessionAgents) -> None:
         previous, self.attachment = self.attachment, attachment
+        previous_agents, self.agents = self.agents, agents
         self.session_id = attachment.session_id
         if previous is not None and previous is not attachment:
             previous.close()
+        if previous_agents is not None:
+            previous_agents.close()
+
+    def _agents_for(self, attachment: Attachment) -> SessionAgents:
+        """The session's melchior (invocation `local_agent`, or `subagent` when delegated)."""
+        from magi_code.runner.agents import SessionAgents
+
+        return SessionAgents.open(self.admitted, attachment)
 
     def _selection(self) -> Any:
         from magi_code.sessions import Selection
@@ -325,6 +342,7 @@ class LocalRuntime:
                 emitter=emit,
                 control=run.control,
                 approvals=broker,
+                agents=self.agents,
             )
         finally:
             run.ended = True

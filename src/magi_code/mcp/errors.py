@@ -14,6 +14,15 @@ class McpUnavailable(McpStartupError):
     code = "mcp_unavailable"
 
 
+class McpLoginRequired(McpUnavailable):
+    """An HTTP server needs an OAuth login (none stored, or its refresh was refused). Startup
+    never prompts: a terminal face tells the user to run `magi-code mcp login <server>`."""
+
+    def __init__(self, server: str) -> None:
+        super().__init__()
+        self.server = server  # the settings name, for the terminal advice; never on the wire
+
+
 class McpCancelled(McpStartupError):
     """Startup was cancelled (shutdown) before every server connected."""
 

@@ -5,8 +5,20 @@ CONNECT_S = 10.0
 LIST_PAGES = 32  # tools/list pages followed per server
 TOOLS_PER_SERVER = 512  # a server listing more fails startup
 
+# A turn's tool list waits at most this long for a re-list announced by a server.
+RELIST_WAIT_S = 2.0
+
 # One JSON-RPC message from a server (one stdout line, LF excluded); a longer line ends it.
 MESSAGE_BYTES = 16 * 1024 * 1024
+
+# Streamable HTTP: connect, write and pool timeouts of one request (reads wait CALL_TIMEOUT_S,
+# since a server may hold a response stream open that long).
+HTTP_TIMEOUT_S = 30.0
+
+# `mcp login`: how long the loopback listener waits for the browser, and the most bytes of one
+# request to it (the request line with the authorization response, and headers).
+LOGIN_S = 300.0
+CALLBACK_BYTES = 16 * 1024
 
 # One tools/call, from request to result.
 CALL_TIMEOUT_S = 300.0

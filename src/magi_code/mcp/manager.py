@@ -2,26 +2,35 @@
 
 Rules:
 - One owner task per connection, in a loop thread of the manager's own (a blocking portal):
-  it spawns the server, runs the initialize handshake and tools/list under one CONNECT_S
-  deadline, then holds the session until it is cancelled. Its exit always ends the process.
+  it opens the transport (a stdio process, or a streamable-HTTP session), runs the initialize
+  handshake and tools/list under one CONNECT_S deadline, then holds the session until told to
+  stop. Its exit always ends the process or the HTTP session.
 - `start` is synchronous, for a plain worker thread. Every enabled server must be globally
-  approved before anything is spawned. It returns once every server is connected; the first
-  failure, the deadline, or the caller's cancel event stops it, after every server already
-  started has been closed, with McpUnavailable or McpCancelled. It never prompts for login.
-- `close` cancels every owner at once, so every connected server has its stdin closed before
-  any wait for an exit begins; it waits at most `timeout`, then SIGKILLs what is left.
+  approved before anything is spawned or requested. It returns once every server is
+  connected; the first failure, the deadline, or the caller's cancel event stops it, after
+  every server already started has been closed, with McpUnavailable (McpLoginRequired when an
+  HTTP server needs `magi-code mcp login`) or McpCancelled. It never prompts for login.
+- `close` tells every owner at once: a connected one leaves its contexts in order (so an HTTP
+  session gets its DELETE, a process its closed stdin) under a deadline of `timeout`; one still
+  connecting is cancelled. It waits at most `timeout`, then SIGKILLs what is left.
+- `notifications/tools/list_changed` re-lists that server's tools in the background; the next
+  `tools()` (the next turn) waits briefly for a re-list in flight. Server-initiated sampling,
+  elicitation and roots requests are refused (the SDK's defaults; no capability is declared).
+- The SDK logs server text (error bodies, a token endpoint's answer): its loggers end here,
+  never on stderr, which `serve --stdio` keeps free of diagnostics.
 - Tool calls are tasks of the manager's loop too; a caller on another loop awaits them through
   a future it cancels on its own cancellation (see `tool.McpTool.run`).
 """
 
 import concurrent.futures
 import contextlib
+import logging
 import math
 import os
 import signal
 import threading
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,16 +38,19 @@ import anyio
 import mcp_types
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import ClientSession
+from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPError
 
+from magi_code.config.credentials import CredentialStore
 from magi_code.mcp.definitions import ServerDef, parse_servers, require_approved
-from magi_code.mcp.errors import McpCancelled, McpUnavailable
+from magi_code.mcp.errors import McpCancelled, McpLoginRequired, McpUnavailable
 from magi_code.mcp.limits import (
     CALL_TIMEOUT_S,
     CANCEL_POLL_S,
     CLOSE_S,
     CONNECT_S,
     LIST_PAGES,
+    RELIST_WAIT_S,
     TOOLS_PER_SERVER,
 )
 from magi_code.mcp.transport import open_stdio
@@ -49,6 +61,10 @@ CLIENT_INFO = mcp_types.Implementation(name="magi-code", version="0.1.0")
 INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")
 _CALL_ERRORS = (MCPError, RuntimeError, ValueError, anyio.BrokenResourceError)
 
+_SDK_LOGGER = logging.getLogger("mcp")
+_SDK_LOGGER.addHandler(logging.NullHandler())
+_SDK_LOGGER.propagate = False
+
 
 @dataclass
 class Connection:
@@ -56,16 +72,32 @@ class Connection:
     pid: int | None = None
     session: ClientSession | None = None
     tools: list[mcp_types.Tool] = field(default_factory=list)
-    scope: anyio.CancelScope | None = None  # touched only in the manager's loop
-    stopping: bool = False  # likewise
+    needs_login: bool = False
+    # Touched only in the manager's loop:
+    scope: anyio.CancelScope | None = None
+    stop: anyio.Event | None = None  # set: leave the session in order
+    changed: anyio.Event | None = None  # set: the server announced a new tool list
+    stopping: bool = False
     ready: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
+    listed: threading.Event = field(default_factory=threading.Event)  # clear: re-list in flight
 
 
 class McpManager:
-    def __init__(self, servers: Mapping[str, ServerDef], env: Mapping[str, str], cwd: str | None):
+    def __init__(
+        self,
+        servers: Mapping[str, ServerDef],
+        env: Mapping[str, str],
+        cwd: str | None,
+        *,
+        source_env: Mapping[str, str] | None = None,
+        credentials: CredentialStore | None = None,
+    ):
         self.connections = {name: Connection(server) for name, server in servers.items()}
         self.env, self.cwd = env, cwd
+        # Where `env:` header values and bearer tokens come from: our own environment.
+        self.source_env: Mapping[str, str] = source_env or {}
+        self.credentials = credentials  # stored OAuth logins; None: none are used
         self._changed = threading.Event()
         self._closing = threading.Lock()
         self._portal_cm: contextlib.AbstractContextManager[BlockingPortal] | None = None
@@ -83,13 +115,21 @@ class McpManager:
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         connect_s: float = CONNECT_S,
+        home: str | None = None,  # MC_HOME, for stored OAuth logins
     ) -> "McpManager":
         """Connect every enabled server of `servers` (raw settings tables), or none."""
         enabled = parse_servers(servers)
         require_approved(enabled, approved)
         if cancel is not None and cancel.is_set():
             raise McpCancelled
-        manager = cls(enabled, _server_env(os.environ if env is None else env), cwd)
+        source = os.environ if env is None else env
+        manager = cls(
+            enabled,
+            _server_env(source),
+            cwd,
+            source_env=dict(source),
+            credentials=None if home is None else CredentialStore(home),
+        )
         if not enabled:
             return manager
         manager._portal_cm = start_blocking_portal("asyncio", name="mcp")
@@ -108,6 +148,8 @@ class McpManager:
 
         out: dict[str, Tool[Any]] = {}
         for name, connection in self.connections.items():
+            if connection.ready.is_set() and not connection.done.is_set():
+                connection.listed.wait(RELIST_WAIT_S)
             for listed in connection.tools:
                 tool = McpTool(self, name, listed)
                 out.setdefault(tool.name, tool)
@@ -126,7 +168,7 @@ class McpManager:
             return
         end = time.monotonic() + timeout
         with contextlib.suppress(RuntimeError):  # the portal already stopped
-            portal.call(self._cancel_owners)
+            portal.call(self._stop_owners, timeout)
         for connection in self.connections.values():
             connection.done.wait(max(0.0, end - time.monotonic()))
         for connection in self.connections.values():
@@ -152,7 +194,10 @@ class McpManager:
         while True:
             if cancel is not None and cancel.is_set():
                 raise McpCancelled
-            if any(c.done.is_set() for c in connections) or time.monotonic() >= deadline:
+            failed = [c for c in connections if c.done.is_set()]
+            if any(c.needs_login for c in failed):
+                raise McpLoginRequired(next(c.server.name for c in failed if c.needs_login))
+            if failed or time.monotonic() >= deadline:
                 raise McpUnavailable
             if all(c.ready.is_set() for c in connections):
                 return
@@ -162,33 +207,85 @@ class McpManager:
     # ---- in the manager's loop -------------------------------------------------------------
 
     async def _own(self, connection: Connection, connect_s: float) -> None:
-        env = {**self.env, **connection.server.env}
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + connect_s) as scope:
-                connection.scope = scope
+                connection.scope, connection.stop = scope, anyio.Event()
+                connection.changed = anyio.Event()
                 if connection.stopping:
                     return
                 async with (
-                    open_stdio(connection.server, env, self.cwd) as (process, read, write),
-                    ClientSession(read, write, client_info=CLIENT_INFO) as session,
+                    self._transport(connection) as (read, write),
+                    ClientSession(
+                        read,
+                        write,
+                        client_info=CLIENT_INFO,
+                        message_handler=lambda message: self._on_message(connection, message),
+                    ) as session,
                 ):
-                    connection.pid = process.pid
                     await session.initialize()
-                    connection.tools = await _list_tools(session)
+                    connection.tools = await list_tools(session)
                     connection.session = session
                     scope.deadline = math.inf
+                    connection.listed.set()
                     connection.ready.set()
                     self._changed.set()
-                    await anyio.sleep_forever()
+                    async with anyio.create_task_group() as group:
+                        group.start_soon(self._relist, connection, session)
+                        await connection.stop.wait()
+                        group.cancel_scope.cancel()
+                    connection.session = None  # calls from now on fail at once
         finally:
             connection.session = None
+            connection.listed.set()
             connection.done.set()
             self._changed.set()
 
-    def _cancel_owners(self) -> None:
+    @contextlib.asynccontextmanager
+    async def _transport(self, connection: Connection) -> AsyncIterator[tuple[Any, Any]]:
+        server = connection.server
+        if server.url is None:
+            env = {**self.env, **server.env}
+            async with open_stdio(server, env, self.cwd) as (process, read, write):
+                connection.pid = process.pid
+                yield read, write
+            return
+        from magi_code.mcp.http_transport import open_http
+
+        def login_needed() -> None:
+            connection.needs_login = True
+
+        async with open_http(server, self.source_env, self.credentials, login_needed) as streams:
+            yield streams
+
+    async def _on_message(self, connection: Connection, message: IncomingMessage) -> None:
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            connection.listed.clear()
+            if connection.changed is not None:
+                connection.changed.set()
+
+    async def _relist(self, connection: Connection, session: ClientSession) -> None:
+        """Re-list the tools each time the server announces a change; keep the old list when
+        the new one cannot be had within CONNECT_S."""
+        while True:
+            assert connection.changed is not None
+            await connection.changed.wait()
+            connection.changed = anyio.Event()
+            with anyio.move_on_after(CONNECT_S):
+                with contextlib.suppress(McpUnavailable, *_CALL_ERRORS):
+                    connection.tools = await list_tools(session)
+            if not connection.changed.is_set():
+                connection.listed.set()
+
+    async def _stop_owners(self, timeout: float) -> None:
+        """A connected owner leaves in order within `timeout`; a connecting one is cancelled."""
         for connection in self.connections.values():
             connection.stopping = True
-            if connection.scope is not None:
+            if connection.scope is None:
+                continue
+            if connection.ready.is_set() and connection.stop is not None:
+                connection.scope.deadline = anyio.current_time() + timeout
+                connection.stop.set()
+            else:
                 connection.scope.cancel()
 
     async def _call(
@@ -207,7 +304,7 @@ class McpManager:
         return outcome(label, result)
 
 
-async def _list_tools(session: ClientSession) -> list[mcp_types.Tool]:
+async def list_tools(session: ClientSession) -> list[mcp_types.Tool]:
     tools: list[mcp_types.Tool] = []
     cursor: str | None = None
     for _ in range(LIST_PAGES):

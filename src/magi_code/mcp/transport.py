@@ -39,6 +39,7 @@ async def open_stdio(
         MemoryObjectSendStream[SessionMessage],
     ]
 ]:
+    assert server.command is not None
     # Shielded: a cancellation landing inside the spawn would orphan a started server.
     with anyio.CancelScope(shield=True):
         process = await anyio.open_process(

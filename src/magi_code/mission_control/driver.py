@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
@@ -46,6 +46,9 @@ from magi_code.tools.approvals import ApprovalBroker
 from magi_code.tools.base import ToolContext, ToolInputError, ToolOutcome
 from magi_code.tools.paths import display
 from magi_code.tools.summaries import safe_summary
+
+if TYPE_CHECKING:
+    from magi_code.runner.agents import SessionAgents
 
 HEADER_BYTES = 64 * 1024  # how far a session file is read for its header line
 DIFF_TIMEOUT_S = 10.0
@@ -203,6 +206,7 @@ class Driver:
         self.model = self.admitted.model
         self.thinking = self.admitted.thinking
         self.attachment: Attachment | None = None
+        self.agents: SessionAgents | None = None  # the session's melchior and children
 
     # ---- selection -------------------------------------------------------------------------
 
@@ -280,6 +284,9 @@ class Driver:
             raise SessionError("session_missing")
         attachment, notices = self.store.open(session_id, self.admitted.cwd, self.available)
         previous, self.attachment = self.attachment, attachment
+        if self.agents is not None:
+            self.agents.close()
+            self.agents = None
         if previous is not None and previous is not attachment:
             previous.close()
         saved = attachment.selection
@@ -297,9 +304,28 @@ class Driver:
             return False
 
     def close_session(self) -> None:
+        if self.agents is not None:
+            self.agents.close()
+            self.agents = None
         if self.attachment is not None:
             self.attachment.close()
             self.attachment = None
+
+    async def session_agents(self, attachment: Attachment) -> "SessionAgents | None":
+        """The session's melchior and children, opened on its first turn in a worker thread
+        (melchior boots meanwhile; the screen stays live). None when they cannot be."""
+        if self.agents is None:
+            from magi_code.runner.agents import SessionAgents
+
+            try:
+                self.agents = await anyio.to_thread.run_sync(
+                    SessionAgents.open, self.admitted, attachment
+                )
+            except Exception as failed:  # noqa: BLE001 - the turn goes on without peers
+                self.notices.append(f"melchior is unavailable ({type(failed).__name__}).")
+                return None
+            self.notices += self.agents.notices
+        return self.agents
 
     def close(self) -> None:
         self.close_session()
@@ -377,6 +403,7 @@ class Driver:
             setup.tools = {name: ObservedTool(t, observer) for name, t in setup.tools.items()}
             setup.policy = FacePolicy.over(setup.policy, self.grants)
 
+        agents = await self.session_agents(self.attachment)
         return await start_turn(
             self.admitted,
             self.attachment,
@@ -386,6 +413,7 @@ class Driver:
             emitter=FaceEmitter(face, observer),
             control=control,
             approvals=self.broker(face, observer),
+            agents=agents,
             observe=observe,
         )
 

@@ -31,11 +31,14 @@ class MessageReconcile:
     partial: bool
 
 
+ActivityState = Literal["started", "completed", "failed"]
+
+
 @dataclass(frozen=True)
 class Activity:
     activity_id: str
     kind: Literal["tool", "subagent", "compaction"]
-    state: Literal["started", "completed", "failed"]
+    state: ActivityState
     name: str
     summary: str
 

@@ -16,7 +16,7 @@ start a new session.
 
 from dataclasses import dataclass
 from typing import Any
-from weakref import WeakKeyDictionary
+from weakref import WeakKeyDictionary, WeakSet
 
 from magi_code.limits import HISTORY_NEAR_SHARE
 from magi_code.providers.base import Item
@@ -43,6 +43,7 @@ class _Replay:
 
 
 _REPLAYS: "WeakKeyDictionary[Attachment, _Replay]" = WeakKeyDictionary()
+_STARTED: "WeakSet[Attachment]" = WeakSet()  # attachments that ran a turn in this process
 
 
 class SessionJournal:
@@ -101,3 +102,11 @@ class SessionJournal:
                 replayer.feed(record)
             kept = _REPLAYS[self.attachment] = _Replay(replayer, revision)
         return kept.replayer.items()
+
+    def starts_attachment(self) -> bool:
+        """True for the first run of this attachment (create or open) in this process: when
+        `session_start` hooks fire. Opening the session again is a new attachment."""
+        if self.attachment in _STARTED:
+            return False
+        _STARTED.add(self.attachment)
+        return True

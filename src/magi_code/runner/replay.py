@@ -10,7 +10,9 @@ finished (a crash mid-tool) is left out together with its call.
 
 `Replayer` is the incremental form: feed records in stored order, ask for the items at any
 point; `replay` feeds it a whole sequence. A `compaction` record replaces everything before
-the prompt it names (`keep_from`) with its summary.
+the prompt it names (`keep_from`) with its summary. An `activity` record (a hook run, a Code
+Mode call) is no tool call of the model's: only a hook's `context` is replayed (as user text
+where the hook ran), and a prompt a hook blocked (`drops_prompt`) is taken out.
 """
 
 from collections.abc import Iterable, Mapping
@@ -18,6 +20,7 @@ from typing import Any
 
 from magi_code.providers.base import AssistantText, Item, ToolCall, ToolResult, UserText
 from magi_code.runner.compaction import SizedItems, item_bytes, summary_item
+from magi_code.runner.peers import peer_text
 
 
 class Replayer:
@@ -33,6 +36,9 @@ class Replayer:
         if kind == "user":
             self._prompts[str(record.get("message_id", ""))] = len(self._items)
             self._append(UserText(str(record["text"])))
+        elif kind == "peer":  # labelled as a peer's, never as the user's
+            who, sort, body = (str(record[k]) for k in ("who", "sort", "text"))
+            self._append(UserText(peer_text(who, sort, body)))
         elif kind == "compaction":
             self._compact(str(record["text"]), str(record.get("keep_from", "")))
         elif kind == "assistant_chunk":
@@ -46,6 +52,8 @@ class Replayer:
             if text is not None:  # a legacy record without text leaves its chunks standing
                 self._chunks[_segment(record)] = None
                 self._place(_segment(record), str(text))
+        elif kind == "activity":
+            self._activity(record)
         elif kind == "tool" and record.get("state") in ("completed", "failed"):
             call_id = str(record.get("call_id", record.get("activity_id", "")))
             arguments = str(record.get("arguments", "{}"))
@@ -61,6 +69,17 @@ class Replayer:
     def _append(self, item: Item) -> None:
         self._items.append(item)
         self._bytes += item_bytes(item)
+
+    def _activity(self, record: Mapping[str, Any]) -> None:
+        context = record.get("context")
+        if isinstance(context, str):
+            self._append(UserText(context))
+        dropped = self._prompts.pop(str(record.get("drops_prompt")), None)
+        if dropped is not None:
+            self._bytes -= item_bytes(self._items[dropped])
+            del self._items[dropped]
+            self._slots = {m: i - (i > dropped) for m, i in self._slots.items()}
+            self._prompts = {m: i - (i > dropped) for m, i in self._prompts.items()}
 
     def _compact(self, summary: str, keep_from: str) -> None:
         start = self._prompts.get(keep_from, len(self._items))

@@ -9,12 +9,14 @@ them.
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magi_code.config.credentials import CredentialStore
 from magi_code.context.loader import Context, offers
 from magi_code.providers.base import Provider
 from magi_code.runner import compaction
+from magi_code.runner.hook_runs import HookRunner
+from magi_code.runner.hooks import parse as parse_hooks
 from magi_code.runner.startup import Admitted
 from magi_code.runner.turn import TurnSetup
 from magi_code.tools.approvals import ApprovalBroker
@@ -24,6 +26,9 @@ from magi_code.tools.narrowing import narrowed, with_skill_reads
 from magi_code.tools.paths import Protected
 from magi_code.tools.policy import Policy
 from magi_code.tools.skill import SkillTool
+
+if TYPE_CHECKING:
+    from magi_code.runner.agents import SessionAgents
 
 Selection = tuple[str | None, str | None, str | None]  # provider, model, thinking
 SECRET_NAME_PARTS = ("API_KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
@@ -63,6 +68,8 @@ class TurnParts:
         self.admitted = admitted
         self.tools, self.policy = context_tools(admitted.context, builtin_tools(), policy(admitted))
         self.env = tool_env(admitted)
+        self.code_policy = code_mode_policy(admitted) if code_mode(admitted) else None
+        self.hooks = parse_hooks(admitted.settings.get("hooks"))
         self.providers: dict[str, Provider] = {}
         self._credentials: CredentialStore | None = None
 
@@ -86,11 +93,16 @@ class TurnParts:
     def turn_tools(self) -> dict[str, Tool[Any]]:
         """The built-in tools, and the MCP servers' tools as they are now, that the profile
         offers."""
-        mcp = self.admitted.mcp
-        if mcp is None:
-            return self.tools
-        offered = {n: t for n, t in mcp.tools().items() if offers(self.admitted.context.profile, n)}
-        return {**self.tools, **offered}
+        tools, mcp = self.tools, self.admitted.mcp
+        if mcp is not None:
+            profile = self.admitted.context.profile
+            tools = {**tools, **{n: t for n, t in mcp.tools().items() if offers(profile, n)}}
+        if self.code_policy is None:
+            return tools
+        from magi_code.tools.code_mode import CodeTool
+
+        code = CodeTool(tuple(tools))
+        return {**tools, code.name: code}
 
 
 def parts(admitted: Admitted) -> TurnParts:
@@ -106,10 +118,18 @@ def turn_setup(
     session_id: str,
     run_id: str,
     approvals: ApprovalBroker,
+    agents: "SessionAgents | None" = None,
 ) -> TurnSetup:
     provider_id, model, thinking = selection
     provider_id = provider_id or admitted.provider
     built = parts(admitted)
+    tools, turn_policy, code_policy = built.turn_tools(), built.policy, built.code_policy
+    if agents is not None:  # melchior tools and `agent` the profile offers, under the ceiling
+        profile = admitted.context.profile
+        offered = {n: t for n, t in agents.tools().items() if offers(profile, n)}
+        tools, turn_policy = {**tools, **offered}, agents.policy(turn_policy)
+        if code_policy is not None:  # the ceiling holds for bridged calls too
+            code_policy = agents.policy(code_policy)
     return TurnSetup(
         session_id=session_id,
         run_id=run_id,
@@ -117,13 +137,36 @@ def turn_setup(
         instructions=admitted.instructions,
         thinking=thinking,
         provider=built.provider(provider_id),
-        tools=built.turn_tools(),
-        policy=built.policy,
+        tools=tools,
+        policy=turn_policy,
         workspace=Path(admitted.cwd),
         env=built.env,
         approvals=approvals,
         context_window=context_window(admitted.settings["providers"][provider_id]),
+        hooks=HookRunner(built.hooks, session_id, Path(admitted.cwd), built.env)
+        if built.hooks
+        else None,
+        code_policy=code_policy,
     )
+
+
+def code_mode(admitted: Admitted) -> bool:
+    """The profile's `code_mode` when it sets one, else the `code_mode` setting (then, under a
+    tool allow-list, only when the list admits `code`)."""
+    profile = admitted.context.profile
+    if profile.code_mode is not None:
+        return profile.code_mode
+    return admitted.settings.get("code_mode") is True and offers(profile, "code")
+
+
+def code_mode_policy(admitted: Admitted) -> Policy:
+    """The Code Mode policy: the `[permissions.code_mode]` table, under the same protections,
+    skill reads and profile rules as the direct policy, but none of its own rules. (The `code`
+    tool itself is added each turn, over the tools offered then.)"""
+    protected = Protected.for_homes(admitted.paths.home, admitted.env.get("HOME"))
+    code_policy = Policy.for_code_mode(admitted.settings.get("permissions"), protected)
+    _, code_policy = context_tools(admitted.context, {}, code_policy)
+    return code_policy
 
 
 def context_tools(

@@ -125,9 +125,14 @@ def admit(
     except OSError as exc:
         raise StartupError("startup_failed") from exc
     canonical_cwd = os.path.realpath(cwd)
+    subagent, may_trust = delegated(env)
     try:
-        loaded = settings.load_layers(where.settings, paths.project_settings(canonical_cwd))
-        context = loader.load(where.home, canonical_cwd, loaded, agent=agent)
+        loaded = settings.load_layers(
+            where.settings, paths.project_settings(canonical_cwd), may_trust=may_trust
+        )
+        context = loader.load(
+            where.home, canonical_cwd, loaded, agent=subagent or agent, subagent=bool(subagent)
+        )
         conf = loader.with_profile_selection(loaded.settings, context.profile)
     except profiles.ProfileError as exc:
         raise StartupError("profile_invalid", str(exc)) from exc
@@ -135,9 +140,10 @@ def admit(
         raise StartupError("configuration_invalid") from exc
     check_mcp(conf)
     check_permissions(conf)
+    check_hooks_and_code_mode(conf)
     credential_providers = loaded.base["providers"]
     check_provider(conf, where, env, credential_providers)
-    manager = start_mcp(conf, env, canonical_cwd, cancel)
+    manager = start_mcp(conf, env, canonical_cwd, cancel, where.home)
     return Admitted(
         paths=where,
         cwd=canonical_cwd,
@@ -154,6 +160,25 @@ def admit(
         dropped=tuple(loaded.dropped),
         credential_providers=credential_providers,
     )
+
+
+def delegated(env: Mapping[str, str]) -> tuple[str | None, bool]:
+    """(the subagent profile, whether trust is allowed) from a parent's delegation; (None,
+    True) for a process that is not a subagent. A malformed delegation fails closed."""
+    raw = env.get("MAGI_CODE_DELEGATION")
+    if not raw:
+        return None, True
+    from magi_code.runner.delegation import parse
+
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise StartupError("configuration_invalid") from None
+    given = parse(value)
+    profile = value.get("profile", "general")
+    if given is None or not isinstance(profile, str) or not profile:
+        raise StartupError("configuration_invalid")
+    return profile, given.trusted
 
 
 def check_mcp(conf: Mapping[str, Any]) -> None:
@@ -174,19 +199,32 @@ def check_mcp(conf: Mapping[str, Any]) -> None:
 
 
 def start_mcp(
-    conf: Mapping[str, Any], env: Mapping[str, str], cwd: str, cancel: threading.Event | None
+    conf: Mapping[str, Any],
+    env: Mapping[str, str],
+    cwd: str,
+    cancel: threading.Event | None,
+    home: str | None = None,
 ) -> McpManager | None:
-    """Connect every enabled, approved server (the SDK loads only then); None when none is."""
+    """Connect every enabled, approved server (the SDK loads only then); None when none is.
+    A server that needs a login fails with the terminal advice in `detail`."""
     if not _mcp_enabled(conf):
         return None
     from magi_code.mcp.definitions import approved_digests
-    from magi_code.mcp.errors import McpStartupError
+    from magi_code.mcp.errors import McpLoginRequired, McpStartupError
     from magi_code.mcp.manager import McpManager
 
     try:
         return McpManager.start(
-            conf["mcp"]["servers"], cancel, approved=approved_digests(conf), env=env, cwd=cwd
+            conf["mcp"]["servers"],
+            cancel,
+            approved=approved_digests(conf),
+            env=env,
+            cwd=cwd,
+            home=home,
         )
+    except McpLoginRequired as exc:
+        advice = f"MCP server {exc.server!r} needs a login: run `magi-code mcp login {exc.server}`"
+        raise StartupError(exc.code, advice) from exc
     except McpStartupError as exc:
         raise StartupError(exc.code) from exc
 
@@ -208,6 +246,21 @@ def check_permissions(conf: Mapping[str, Any]) -> None:
     try:
         Policy.from_settings(conf.get("permissions"))
     except PolicyError as exc:
+        raise StartupError("configuration_invalid") from exc
+
+
+def check_hooks_and_code_mode(conf: Mapping[str, Any]) -> None:
+    """Bad `hooks` tables or a `code_mode` that is not a boolean fail startup; the hooks
+    module loads only when hooks are set."""
+    if not isinstance(conf.get("code_mode", False), bool):
+        raise StartupError("configuration_invalid")
+    if "hooks" not in conf:
+        return
+    from magi_code.runner.hooks import HookConfigError, parse
+
+    try:
+        parse(conf["hooks"])
+    except HookConfigError as exc:
         raise StartupError("configuration_invalid") from exc
 
 

@@ -1,11 +1,17 @@
 """The turn loop: one prompt in, a stream of run events out, every step persisted as it
 happens, and exactly one `RunFinished` returned.
 
-    append the prompt (fsynced) -> input.persisted -> loop:
+    append the prompt (fsynced) -> input.persisted -> session_start, user_prompt_submit hooks
+    -> loop:
+        (compaction when due, after pre_compact hooks)
         stream the model into one assistant segment (deltas, chunks on disk)
-        reconcile the segment (authoritative parts); no tool calls -> done
-        for each tool call: activity, permission (maybe an approval), run, record, activity
+        reconcile the segment (authoritative parts); no tool calls -> stop hooks, done
+        for each tool call: activity, pre_tool_use hooks, permission (maybe an approval),
+            run, post_tool_use hooks, record, activity
     -> run_finished record -> RunFinished(outcome, persistence, revision, error_code)
+
+Hook runs and the calls a `code` program makes through its bridge are activities the model
+did not call: they are `activity` records (runner/hook_runs.py, tools/code_mode.py).
 
 Cancellation arrives through `TurnControl.cancel` and is owned here: the loop runs inside
 its own cancel scope, and finalization (partial reply kept, run_finished recorded) is
@@ -47,6 +53,7 @@ from magi_code.redact import LiveRedactor, redact
 from magi_code.runner import compaction
 from magi_code.runner.events import (
     Activity,
+    ActivityState,
     Diagnostic,
     InputPersisted,
     MessageDelta,
@@ -55,11 +62,13 @@ from magi_code.runner.events import (
     RunEvent,
     RunFinished,
 )
+from magi_code.runner.hook_runs import Fired, HookRunner
 from magi_code.runner.text import encodable, split_utf8
 from magi_code.tools.approvals import ApprovalBroker
-from magi_code.tools.base import Tool, ToolContext, ToolInputError, ToolOutcome
+from magi_code.tools.base import Access, Bridge, Tool, ToolContext, ToolInputError, ToolOutcome
+from magi_code.tools.limits import OUTPUT_BYTES
 from magi_code.tools.policy import Policy
-from magi_code.tools.summaries import safe_summary
+from magi_code.tools.summaries import clip_utf8, safe_summary
 
 CHUNK_PERSIST_BYTES = limits.HISTORY_CHUNK_BYTES  # unpersisted text before a chunk record
 
@@ -73,6 +82,7 @@ class Journal(Protocol):
     def replay(self) -> list[Item]: ...
     def compaction_due(self) -> bool: ...  # the history nears its budget: compact once
     def history_warning(self) -> Diagnostic | None: ...  # after revision(): near a bound
+    def starts_attachment(self) -> bool: ...  # True for the attachment's first run here
 
 
 class Emitter(Protocol):
@@ -126,6 +136,8 @@ class TurnSetup:
     env: Mapping[str, str]
     approvals: ApprovalBroker
     context_window: int = compaction.DEFAULT_CONTEXT_WINDOW
+    hooks: HookRunner | None = None  # None: no hook is configured
+    code_policy: Policy | None = None  # Code Mode on: the policy of the calls a program makes
 
 
 def new_id() -> str:
@@ -191,7 +203,8 @@ class Turn:
             try:
                 projected, revision = self.journal.acknowledge(message_id)
                 await self.emit.critical(InputPersisted(projected, revision))
-                await self.loop(self.journal.replay())
+                if await self.prompt_hooks(prompt):
+                    await self.loop(self.journal.replay())
             except RunFailed as failed:
                 outcome, error = "failed", failed.code
             except ProviderError as failure:
@@ -217,6 +230,7 @@ class Turn:
             calls = await self.stream(items, specs)
             await self.close_segment(partial=False)
             if not calls:
+                await self.hook("stop")
                 return
             for call in calls:
                 items.append(call)
@@ -315,10 +329,8 @@ class Turn:
         keep = max(i for i, item in enumerate(items) if isinstance(item, UserText))
         if keep == 0:
             return items  # nothing before the prompt to summarize
-        self.activities += 1
-        if self.activities > limits.RUN_ACTIVITY_IDS:
-            raise RunFailed("execution_failed")
-        activity_id, name = new_id(), "compaction"
+        await self.hook("pre_compact")
+        activity_id, name = self.next_activity(), "compaction"
         await self.emit.critical(
             Activity(
                 activity_id, "compaction", "started", name, "Summarizing the earlier conversation"
@@ -357,12 +369,9 @@ class Turn:
     # ---- tools -----------------------------------------------------------------------------
 
     async def call_tool(self, call: ToolCall) -> ToolResult:
-        self.activities += 1
-        if self.activities > limits.RUN_ACTIVITY_IDS:
-            raise RunFailed("execution_failed")
-        activity_id = new_id()
+        activity_id = self.next_activity()
         tool = self.setup.tools.get(call.name)
-        ctx = ToolContext(self.setup.workspace, self.setup.env)
+        ctx = self.tool_context()
         name = safe_summary(call.name)[:64] or "tool"
         try:
             if tool is None:
@@ -377,17 +386,86 @@ class Turn:
                 ToolOutcome(False, json.dumps({"error": why}), why), call
             )
         await self.start_activity(activity_id, call, name, summary)
-        decision = self.setup.policy.decide(call.name, access, self.setup.workspace)
-        allowed = decision == "allow" or (
-            decision == "ask" and await self.setup.approvals.request(summary)
-        )
-        if allowed:
-            outcome = await self.run_tool(tool, args, ctx)
-        else:
-            outcome = ToolOutcome(
-                False, "The user did not allow this action.", f"denied: {summary}"
-            )
+        outcome = await self.guarded(tool, call, args, access, summary, ctx, code_mode=False)
         return await self.end_activity(outcome, call)
+
+    async def guarded(
+        self,
+        tool: Tool[Any],
+        call: ToolCall,
+        args: Any,
+        access: Access,
+        summary: str,
+        ctx: ToolContext,
+        *,
+        code_mode: bool,
+    ) -> ToolOutcome:
+        """Hooks, the permission (the Code Mode policy for a program's calls) and the run."""
+        via = "code_mode" if code_mode else "direct"
+        arguments = _arguments_value(call.arguments) if self.setup.hooks else None
+        fired = await self.hook("pre_tool_use", call.name, arguments=arguments, via=via)
+        if fired is not None and fired.blocked is not None:
+            why = f"A hook blocked this call: {fired.blocked}"
+            return ToolOutcome(False, why, f"blocked by a hook: {summary}")
+        policy = self.setup.code_policy if code_mode else self.setup.policy
+        assert policy is not None
+        decision = policy.decide(call.name, access, self.setup.workspace)
+        asked = f"Code Mode: {summary}" if code_mode else summary
+        allowed = decision == "allow" or (
+            decision == "ask" and await self.setup.approvals.request(asked)
+        )
+        if not allowed:
+            return ToolOutcome(False, "The user did not allow this action.", f"denied: {summary}")
+        outcome = await self.run_tool(tool, args, ctx)
+        said = {"ok": outcome.ok, "summary": outcome.summary}
+        fired = await self.hook(
+            "post_tool_use", call.name, arguments=arguments, outcome=said, via=via
+        )
+        if fired is not None and fired.contexts:
+            outcome = with_context(outcome, fired.contexts)
+        return outcome
+
+    async def bridged(self, name: str, arguments: str) -> ToolOutcome:
+        """One call a `code` program makes: an activity of its own (not a model tool call),
+        decided by the Code Mode policy."""
+        activity_id = self.next_activity()
+        tool = self.setup.tools.get(name) if name != "code" else None
+        label = "code:" + (safe_summary(name)[:59] or "tool")
+        ctx = self.tool_context()
+        try:
+            if tool is None:
+                raise ToolInputError("invalid_arguments")
+            args = tool.parse(arguments)
+            access = tool.access(args, ctx)
+            summary = safe_summary(tool.describe(args, ctx))
+        except ToolInputError as bad:
+            why = f"rejected: {bad.code}"
+            await self.side_activity(activity_id, label, "failed", why)
+            return ToolOutcome(False, json.dumps({"error": why}), why)
+        await self.side_activity(activity_id, label, "started", summary)
+        try:
+            call = ToolCall(activity_id, name, arguments)
+            outcome = await self.guarded(tool, call, args, access, summary, ctx, code_mode=True)
+        except BaseException:  # a cancel: the activity ends, the cancellation goes on
+            with anyio.CancelScope(shield=True):
+                await self.side_activity(activity_id, label, "failed", f"interrupted: {summary}")
+            raise
+        state = "completed" if outcome.ok else "failed"
+        await self.side_activity(activity_id, label, state, outcome.summary)
+        return outcome
+
+    def tool_context(self) -> ToolContext:
+        bridge = None
+        if self.setup.code_policy is not None:
+            names = tuple(name for name in self.setup.tools if name != "code")
+            bridge = Bridge(names, self.bridged)
+        return ToolContext(
+            self.setup.workspace,
+            self.setup.env,
+            emit=self.emit.critical,
+            approve=self.setup.approvals.request,
+            bridge=bridge,
+        )
 
     async def run_tool(self, tool: Tool[Any], args: Any, ctx: ToolContext) -> ToolOutcome:
         try:
@@ -427,6 +505,56 @@ class Turn:
             summary=summary,
         )
         await self.emit.critical(Activity(activity_id, "tool", "started", name, summary))
+
+    # ---- hooks and other activities -------------------------------------------------------
+
+    async def prompt_hooks(self, prompt: str) -> bool:
+        """session_start (the attachment's first run in this process), then
+        user_prompt_submit; False when a hook blocked the prompt, which the model never sees."""
+        if self.setup.hooks is None:
+            return True
+        if self.journal.starts_attachment():
+            await self.hook("session_start")
+        drop = {"drops_prompt": self.prompt_id}
+        fired = await self.hook("user_prompt_submit", on_block=drop, prompt=prompt)
+        if fired is None or fired.blocked is None:
+            return True
+        await self.warn("hook_blocked", f"A hook blocked this prompt: {fired.blocked}")
+        return False
+
+    async def hook(
+        self,
+        event: str,
+        tool: str | None = None,
+        *,
+        on_block: dict[str, str] | None = None,
+        **fields: object,
+    ) -> Fired | None:
+        hooks = self.setup.hooks
+        if hooks is None or not hooks.wants(event):
+            return None
+        return await hooks.fire(self, event, tool, on_block=on_block, **fields)
+
+    def next_activity(self) -> str:
+        self.activities += 1
+        if self.activities > limits.RUN_ACTIVITY_IDS:
+            raise RunFailed("execution_failed")
+        return new_id()
+
+    async def side_activity(
+        self, activity_id: str, name: str, state: str, summary: str, **extra: Any
+    ) -> None:
+        """An activity the model did not call: recorded as `activity`, never replayed as a
+        tool call."""
+        summary = safe_summary(summary)
+        fields: dict[str, Any] = {"activity_id": activity_id, "name": name, "state": state}
+        fields["summary"] = summary
+        self.record("activity", **fields, **extra)
+        event = Activity(activity_id, "tool", cast(ActivityState, state), name, summary)
+        await self.emit.critical(event)
+
+    async def warn(self, code: str, summary: str) -> None:
+        await self.emit.critical(Diagnostic(code, safe_summary(summary)))
 
     # ---- the end ---------------------------------------------------------------------------
 
@@ -471,6 +599,21 @@ class Turn:
             with suppress(OutputUnavailable):
                 await self.emit.critical(warning)
         return RunFinished(outcome, persistence, revision, error)  # type: ignore[arg-type]
+
+
+def with_context(outcome: ToolOutcome, contexts: list[str]) -> ToolOutcome:
+    """The tool's output, cut if need be so that post_tool_use context always fits after it."""
+    added = "\n\n" + "\n\n".join(contexts)
+    room = OUTPUT_BYTES - len(added.encode("utf-8"))
+    return ToolOutcome(outcome.ok, clip_utf8(outcome.output, room) + added, outcome.summary)
+
+
+def _arguments_value(arguments: str) -> object:
+    """The call's arguments as a hook reads them: the JSON value (the text if it is none)."""
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
 
 
 async def run_turn(

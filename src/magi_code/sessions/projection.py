@@ -7,7 +7,8 @@ Pure (records in, entries out; no files, no clock). Rules, in the order they app
   a tool state change) replace it in place.
 - Assistant: the ``assistant`` record wins over its chunks, so one copy is projected. Without
   it, the chunks are joined; that reply is ``partial`` unless its run completed.
-- Reasoning summaries only with ``provider_summary: true``; tools as name, state and summary
+- Reasoning summaries only with ``provider_summary: true``; tools (and ``activity`` records:
+  hook runs, Code Mode calls) as name, state and summary
   (never the raw result; ``started`` alone is partial); internal prompts, assessments and raw
   reasoning never.
 - A run (opened by any run-scoped record) that has no ``run_finished`` before another run's
@@ -104,6 +105,7 @@ class Projector:
             "assistant": self._on_assistant,
             "reasoning_summary": self._on_reasoning_summary,
             "tool": self._on_tool,
+            "activity": self._on_tool,
         }
 
     def feed(self, record: Record) -> None:

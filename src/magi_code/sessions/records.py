@@ -19,8 +19,17 @@ reasoning_summary  ``item_id``, ``run_id``, ``text``, ``provider_summary`` (bool
                    only when true; a repeated item_id within a run replaces the earlier one)
 tool               ``activity_id``, ``run_id``, ``name``, ``state`` (started|completed|failed),
                    ``summary`` (optional str), ``result`` (raw, provider replay only; any JSON)
+activity           ``activity_id``, ``run_id``, ``name``, ``state`` (started|completed|failed),
+                   ``summary`` (optional str): an activity the model did not call itself (a
+                   hook run, a Code Mode bridged call). Projected like a tool's; replayed to
+                   the model only through ``context`` (optional str: a hook's additional
+                   context) and ``drops_prompt`` (optional str: the id of the run's prompt a
+                   hook blocked, which the model then never sees)
 compaction         ``text``: a compaction summary; ``keep_from`` (optional str): the stored
                    message_id of the prompt the summary was made in, which it keeps
+peer               ``run_id``, ``who`` (melchior's proven project/role/id), ``sort``, ``text``,
+                   ``task`` (optional): a peer's message, shown to the model labelled at the
+                   start of a turn; never user input, never projected
 internal           provider-only prompt; never projected
 assessment         private assessment; never projected
 reasoning          raw reasoning; never projected
@@ -50,10 +59,10 @@ from magi_code.sessions.errors import SessionError
 Record = dict[str, Any]
 
 PROJECTED_TYPES = frozenset(
-    {"user", "assistant_chunk", "assistant", "reasoning_summary", "tool", "compaction"}
+    {"user", "assistant_chunk", "assistant", "reasoning_summary", "tool", "activity", "compaction"}
 )
 PRIVATE_TYPES = frozenset({"internal", "assessment", "reasoning"})
-RECORD_TYPES = PROJECTED_TYPES | PRIVATE_TYPES | {"session", "run_finished"}
+RECORD_TYPES = PROJECTED_TYPES | PRIVATE_TYPES | {"session", "run_finished", "peer"}
 
 TOOL_STATES = frozenset({"started", "completed", "failed"})
 OUTCOMES = frozenset({"completed", "cancelled", "failed"})
@@ -66,8 +75,10 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "assistant": ("message_id", "run_id"),
     "reasoning_summary": ("item_id", "run_id", "text"),
     "tool": ("activity_id", "run_id", "name", "state"),
+    "activity": ("activity_id", "run_id", "name", "state"),
     "compaction": ("text",),
     "run_finished": ("run_id", "outcome"),
+    "peer": ("run_id", "who", "sort", "text"),
 }
 
 
@@ -115,6 +126,12 @@ def _check_tool(record: Record) -> None:
         raise _invalid()
 
 
+def _check_activity(record: Record) -> None:
+    _check_tool(record)
+    _optional_text(record, "context")
+    _optional_text(record, "drops_prompt")
+
+
 def _check_finished(record: Record) -> None:
     _optional_text(record, "error_code")
     if record["outcome"] not in OUTCOMES:
@@ -128,6 +145,7 @@ _EXTRA: dict[str, Callable[[Record], None]] = {
     "assistant_chunk": _check_chunk,
     "reasoning_summary": _check_summary,
     "tool": _check_tool,
+    "activity": _check_activity,
     "run_finished": _check_finished,
 }
 

@@ -9,10 +9,10 @@ permission, never prints, and never lets anyio cancellation turn into a result.
 and bounded, and `output` is bounded for the model.
 """
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from magi_code.tools.limits import OUTPUT_BYTES
 from magi_code.tools.summaries import clip_utf8, safe_summary, scrub_surrogates
@@ -35,6 +35,20 @@ class ToolInputError(ValueError):
 class ToolContext:
     workspace: Path  # canonical cwd of the run
     env: Mapping[str, str]  # environment for subprocesses
+    # For tools that run agents (runner/subagents.py): the run's critical-event sink (a run
+    # event, e.g. a `subagent` activity) and its approval broker's `request`. None elsewhere.
+    emit: Callable[[Any], Awaitable[None]] | None = None
+    approve: Callable[[str], Awaitable[bool]] | None = None
+    bridge: "Bridge | None" = None  # the `code` tool's way back to the session's tools
+
+
+@dataclass(frozen=True)
+class Bridge:
+    """The session's tools as a Code Mode program may call them: by name with JSON arguments,
+    each call decided and run by the turn (the Code Mode policy, approvals, hooks)."""
+
+    names: tuple[str, ...]
+    call: "Callable[[str, str], Awaitable[ToolOutcome]]"
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,9 @@ Rules:
 - Protected paths (tools/paths.py): a write to one is at least `ask`, whatever a rule says;
   a read of a secret file is `deny`.
 - `trusted_projects` belongs to config/trust.py; it is accepted here and means nothing.
+- `code_mode` is a table of the same shape (no `code_mode` or `trusted_projects` inside): the
+  Code Mode policy, `for_code_mode`, which decides the calls a `code` program makes through
+  its bridge. It is independent of the direct rules: neither table's rules reach the other.
 """
 
 import fnmatch
@@ -41,8 +44,17 @@ NOTHING_PROTECTED = Protected()  # but `.git` folders, always
 _OPERATORS = re.compile(r"[;&|`<>\n\r]|\$\(")
 _WILDCARDS = re.compile(r"[*?\[]")
 _TOP_KEYS = frozenset(
-    {"default_read", "default_write", "default_shell", "rules", "project_rules", "trusted_projects"}
+    {
+        "default_read",
+        "default_write",
+        "default_shell",
+        "rules",
+        "project_rules",
+        "trusted_projects",
+        "code_mode",
+    }
 )
+_CODE_MODE_KEYS = _TOP_KEYS - {"trusted_projects", "code_mode"}
 _RULE_KEYS = frozenset({"tool", "decision", "command", "path"})
 
 
@@ -99,6 +111,8 @@ class Policy:
         project_rules = tuple(_rule(r) for r in _rule_list(table.get("project_rules", [])))
         if any(rule.decision == "allow" for rule in project_rules):
             raise PolicyError
+        if "code_mode" in table:
+            cls.for_code_mode(table)  # its shape is checked with the rest
         return cls(
             default_read=_decision(table.get("default_read", "allow")),
             default_write=_decision(table.get("default_write", "ask")),
@@ -107,6 +121,17 @@ class Policy:
             narrowing=(project_rules,) if project_rules else (),
             protected=protected,
         )
+
+    @classmethod
+    def for_code_mode(cls, table: object, protected: Protected | None = None) -> "Policy":
+        """The Code Mode policy from the `[permissions]` table's `code_mode` table (absent:
+        the defaults, as for direct calls)."""
+        inner = table.get("code_mode") if isinstance(table, Mapping) else None
+        if inner is None:
+            return cls(protected=protected or NOTHING_PROTECTED)
+        if not isinstance(inner, Mapping) or not set(inner) <= _CODE_MODE_KEYS:
+            raise PolicyError
+        return cls.from_settings(inner, protected)
 
     def decide(self, tool: str, access: Access, workspace: Path) -> Decision:
         paths: tuple[Path | None, ...] = access.paths or (None,)

@@ -1,0 +1,85 @@
+"""The streamable-HTTP transport of one MCP server, on the SDK's client: headers, credentials.
+
+Rules:
+- Header values are literal, or `env:NAME` read from the environment of this process at
+  startup; `bearer_token_env` becomes `Authorization: Bearer <value>`. A named variable that
+  is unset or empty fails the server (McpUnavailable): no request goes out half-credentialed.
+- A server with a stored OAuth login and no static Authorization uses it (mcp/oauth.py);
+  a 401 from a server we have no login for marks it as needing one. Startup never prompts.
+- The SDK's client context owns the HTTP session: leaving it in order sends the DELETE that
+  ends the session, so the owner leaves it in order (manager.py), never by a bare cancel.
+"""
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+
+import httpx2
+from mcp.client._transport import TransportStreams
+from mcp.client.streamable_http import streamable_http_client
+
+from magi_code.config.credentials import CredentialStore
+from magi_code.mcp.definitions import ENV_PREFIX, ServerDef
+from magi_code.mcp.errors import McpUnavailable
+from magi_code.mcp.limits import CALL_TIMEOUT_S, HTTP_TIMEOUT_S
+from magi_code.mcp.oauth import startup_auth
+
+
+def resolve_headers(server: ServerDef, env: Mapping[str, str]) -> dict[str, str]:
+    """The headers to send, `env:` values and the bearer variable read from `env`."""
+    out: dict[str, str] = {}
+    for key, value in server.headers.items():
+        if value.startswith(ENV_PREFIX):
+            value = env.get(value[len(ENV_PREFIX) :], "")
+            if not value:
+                raise McpUnavailable
+        out[key] = value
+    if server.bearer_token_env is not None:
+        token = env.get(server.bearer_token_env, "")
+        if not token:
+            raise McpUnavailable
+        out["Authorization"] = f"Bearer {token}"
+    return out
+
+
+def http_client(
+    server: ServerDef,
+    env: Mapping[str, str],
+    credentials: CredentialStore | None,
+    on_login_needed: Callable[[], None],
+    login: httpx2.Auth | None = None,
+) -> httpx2.AsyncClient:
+    """The client of one server; `login` is the interactive auth of `mcp login`, else the
+    stored login is used without prompting."""
+    assert server.url is not None
+    headers = resolve_headers(server, env)
+    static = any(key.lower() == "authorization" for key in headers)
+    auth = login
+    if auth is None and credentials is not None and not static:
+        auth = startup_auth(credentials, server.name, server.url, on_login_needed)
+
+    async def on_response(response: httpx2.Response) -> None:
+        if response.status_code == 401 and auth is None and not static:
+            on_login_needed()
+
+    return httpx2.AsyncClient(
+        headers=headers,
+        auth=auth,
+        timeout=httpx2.Timeout(HTTP_TIMEOUT_S, read=CALL_TIMEOUT_S),
+        event_hooks={"response": [on_response]},
+    )
+
+
+@asynccontextmanager
+async def open_http(
+    server: ServerDef,
+    env: Mapping[str, str],
+    credentials: CredentialStore | None,
+    on_login_needed: Callable[[], None],
+    login: httpx2.Auth | None = None,
+) -> AsyncIterator[TransportStreams]:
+    assert server.url is not None
+    async with (
+        http_client(server, env, credentials, on_login_needed, login) as client,
+        streamable_http_client(server.url, http_client=client) as streams,
+    ):
+        yield streams

@@ -1,0 +1,323 @@
+"""A session's agents: its `melchior serve` (runner/peers.py), its children (the `agent` tool),
+the ceiling it was delegated, the melchior tools it offers, and the turn boundary where peers'
+messages reach the model. Every face holds one per attached session (`SessionAgents.open`,
+`close`); `running` is what a face lists (Mission Control's `/agents`).
+
+Rules:
+- Opening never fails a session: without melchior there are no melchior tools and no `agent`
+  tool, and `notices` says so once.
+- The delegation a process was given (MAGI_CODE_DELEGATION) is stored with the session the
+  first time it is attached; a reopened child keeps what its session stores.
+- At a turn boundary (`run_turn_with_peers`) queued peer messages are appended as `peer` records
+  before the prompt, so the model reads them labelled; an ask is moved to `working` then, and to
+  `completed` (the turn's final text) or `failed` (its error code) when the turn ends. melchior
+  is told `doing` busy for the turn (`working_for`: the asks it answers, `waiting`: messages
+  still queued) and idle after it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from magi_code import limits
+from magi_code.runner import peers
+
+# Only `peers` is imported up front: `open` starts `melchior serve` first, and the runner's
+# heavier modules load while it boots.
+if TYPE_CHECKING:
+    from magi_code.client import LocalAgentClient
+    from magi_code.runner.delegation import Delegation
+    from magi_code.runner.events import RunFinished
+    from magi_code.runner.startup import Admitted
+    from magi_code.runner.subagents import Children
+    from magi_code.runner.turn import Emitter, Journal, TurnControl, TurnSetup
+    from magi_code.sessions import Attachment
+    from magi_code.tools.base import Tool
+    from magi_code.tools.policy import Policy
+
+
+VOCABULARY_ENV = "MAGI_CODE_MELCHIOR_VOCABULARY"  # what the parent read, handed to a child
+
+
+class Described:
+    """`melchior tool --describe`, read on a thread while `melchior serve` starts; a child
+    takes what its parent read (the same melchior, the same vocabulary) and runs nothing."""
+
+    def __init__(self, env: Mapping[str, str], handed: str | None) -> None:
+        self.vocabulary: dict[str, Any] | None = None
+        self.thread: threading.Thread | None = None
+        if handed:
+            with contextlib.suppress(ValueError):
+                value = json.loads(handed)
+                self.vocabulary = value if isinstance(value, dict) else None
+        if self.vocabulary is None:
+            self.thread = threading.Thread(target=self.read, args=(dict(env),), daemon=True)
+            self.thread.start()
+
+    def read(self, env: dict[str, str]) -> None:
+        from magi_code.runner.melchior_tools import describe
+
+        self.vocabulary = describe(peers.melchior_command(), env)
+
+    def result(self) -> dict[str, Any] | None:
+        if self.thread is not None:
+            self.thread.join()  # bounded: describe runs under MELCHIOR_TOOL_MS
+        return self.vocabulary
+
+
+def bound(settings: Mapping[str, Any], key: str, ceiling: int) -> int:
+    """`[subagents] <key>` from the settings, never above the limit (they may only lower)."""
+    table = settings.get("subagents")
+    value = table.get(key) if isinstance(table, Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return ceiling
+    return min(value, ceiling)
+
+
+class SessionAgents:
+    def __init__(
+        self,
+        admitted: Admitted,
+        session_id: str,
+        melchior: peers.SessionMelchior | None,
+        given: Delegation | None,
+        notices: list[str],
+        vocabulary: dict[str, Any] | None,
+    ) -> None:
+        self.admitted, self.session_id, self.melchior = admitted, session_id, melchior
+        self.delegation = given
+        self.notices = notices
+        from magi_code.runner.subagents import Children
+
+        self.command = peers.melchior_command()
+        self.children: Children = Children(
+            bound(admitted.settings, "max_concurrent", limits.SUBAGENTS_CONCURRENT)
+        )
+        self.max_depth = bound(admitted.settings, "max_depth", limits.SUBAGENT_DEPTH)
+        self.vocabulary = vocabulary if melchior is not None else None
+
+    @classmethod
+    def open(cls, admitted: Admitted, attachment: Attachment) -> SessionAgents:
+        """Blocking (a worker thread): the delegation kept, and melchior started."""
+        env = melchior_env(admitted.env)
+        talk = peers.talk_setting(admitted.settings)
+        booting = peers.launch(env, talk, admitted.cwd)
+        described = Described(env, admitted.env.get(VOCABULARY_ENV))
+        from magi_code.runner import delegation
+
+        given = delegation.from_env(admitted.env)
+        kept = stored_delegation(attachment)
+        if given is not None and kept is None:
+            from magi_code.sessions import SessionError
+
+            # On failure the ceiling still holds for this process; it is not kept.
+            with contextlib.suppress(SessionError, OSError):
+                attachment.append(given.record(), fsync=True)
+        chosen = delegation.combine(kept, given)
+        import magi_code.runner.subagents  # noqa: F401 - loaded while melchior boots
+
+        melchior, notice = peers.ready(booting, env, talk)
+        notices = [notice] if notice else []
+        return cls(admitted, attachment.session_id, melchior, chosen, notices, described.result())
+
+    @property
+    def depth(self) -> int:
+        return self.delegation.depth if self.delegation is not None else 0
+
+    # ---- what a turn is given ----------------------------------------------------------------
+
+    def policy(self, policy: Policy) -> Policy:
+        from magi_code.runner.delegation import under
+
+        return under(policy, self.delegation)
+
+    def tools(self) -> dict[str, Tool[Any]]:
+        """The melchior tools and, below the depth bound, the `agent` tool."""
+        from magi_code.runner.melchior_tools import melchior_tools
+        from magi_code.runner.subagents import AgentTool
+
+        melchior = self.melchior
+        if melchior is None or self.vocabulary is None:
+            return {}
+        tools: dict[str, Tool[Any]] = dict(
+            melchior_tools(
+                self.vocabulary,
+                self.command,
+                lambda: melchior.tool_env(self.admitted.env),
+                self.instance,
+            )
+        )
+        profiles = self.admitted.context.subagents()
+        if self.depth < self.max_depth and self.children.max_concurrent > 0 and profiles:
+            agent = AgentTool(
+                self.children,
+                profiles,
+                self.spawn,
+                self.child_env,
+                lambda: melchior.tool_env(self.admitted.env),
+                self.command,
+                self.report,
+            )
+            tools[agent.name] = agent
+        return tools
+
+    def instance(self) -> set[str]:
+        """The melchior ids of this session's own instance, as far as it knows them."""
+        ids = set(self.children.all)
+        if self.melchior is not None:
+            ids.add(self.melchior.id)
+            parent = self.melchior.environment.get("MAGI_MELCHIOR_PARENT")
+            if parent:
+                ids.add(parent)
+        return ids
+
+    # ---- children ----------------------------------------------------------------------------
+
+    def child_env(self, profile: str, identity: dict[str, str]) -> dict[str, str]:
+        """A child's environment: this process's, the fork's identity, the delegation."""
+        from magi_code.runner import delegation
+
+        admitted = self.admitted
+        handed = delegation.hand_down(
+            self.delegation,
+            session_id=self.session_id,
+            agent_id=self.melchior.id if self.melchior is not None else "",
+            permissions=admitted.settings.get("permissions"),
+            profile_rules=admitted.context.profile.permissions,
+            trusted=admitted.trusted,
+        )
+        env = {k: v for k, v in admitted.env.items() if k not in peers.IDENTITY_KEYS}
+        env.update(identity)
+        env[delegation.ENV] = json.dumps({**handed.to_json(), "profile": profile})
+        if self.vocabulary is not None:
+            env[VOCABULARY_ENV] = json.dumps(self.vocabulary)
+        return env
+
+    def spawn(self, env: dict[str, str]) -> LocalAgentClient:
+        from magi_code.client import LocalAgentClient
+
+        return LocalAgentClient.spawn(cwd=self.admitted.cwd, env=env)
+
+    def report(self, agent_id: str) -> str | None:
+        """A child's stored report (bounded), read as its parent; None when it has none."""
+        if self.melchior is None:
+            return None
+        try:
+            done = subprocess.run(
+                [*self.command, "tool", "--verb=report", f"--who={agent_id}", "--about=json"],
+                capture_output=True,
+                env=self.melchior.tool_env(self.admitted.env),
+                timeout=limits.MELCHIOR_TOOL_MS / 1000,
+                check=False,
+            )
+            reply = json.loads(done.stdout)
+            body = reply["result"][0]["body"] if reply.get("ok") else None
+        except (OSError, subprocess.TimeoutExpired, ValueError, KeyError, IndexError, TypeError):
+            return None
+        if not isinstance(body, str):
+            return None
+        from magi_code.tools.summaries import clip_utf8
+
+        return clip_utf8(body, limits.SUBAGENT_REPORT_BYTES)
+
+    # ---- for faces ---------------------------------------------------------------------------
+
+    def running(self) -> list[dict[str, Any]]:
+        """Running subagents and reachable peers, with their status from melchior: what
+        Mission Control's agents panel lists. Blocking (one `melchior tool` exec)."""
+        rows = [child.view() for child in self.children.running()]
+        if self.melchior is None:
+            return rows
+        try:
+            done = subprocess.run(
+                [*self.command, "tool", "--verb=list"],
+                capture_output=True,
+                env=self.melchior.tool_env(self.admitted.env),
+                timeout=limits.MELCHIOR_TOOL_MS / 1000,
+                check=False,
+            )
+            listed = json.loads(done.stdout).get("result", [])
+        except (OSError, subprocess.TimeoutExpired, ValueError, AttributeError):
+            return rows
+        mine = {self.melchior.id, *self.children.all}
+        for entry in listed:
+            if isinstance(entry, dict) and entry.get("id") not in mine:
+                rows.append({"kind": "peer", **{k: entry.get(k) for k in ("id", "role", "label")}})
+        return rows
+
+    def close(self) -> None:
+        self.children.stop_all()
+        if self.melchior is not None:
+            self.melchior.close()
+
+
+def stored_delegation(attachment: Attachment) -> Delegation | None:
+    """What the session's file stores; nothing for a session with no file yet."""
+    from magi_code.runner.delegation import stored
+    from magi_code.sessions import SessionError
+
+    try:
+        return stored(attachment.records())
+    except (OSError, SessionError):
+        return None
+
+
+def melchior_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment `melchior serve` starts with: an identity only when it is whole (a
+    forked child); otherwise none, so that it mints a root for this session (in the project
+    MAGI_MELCHIOR_PROJECT names, if any, else melchior's label for the working directory)."""
+    if env.get("MAGI_MELCHIOR_ID") and env.get("MAGI_MELCHIOR_TOKEN"):
+        return dict(env)
+    partial = set(peers.IDENTITY_KEYS) - {"MAGI_MELCHIOR_PROJECT"}
+    return {k: v for k, v in env.items() if k not in partial}
+
+
+async def run_turn_with_peers(
+    agents: SessionAgents | None,
+    setup: TurnSetup,
+    journal: Journal,
+    emit: Emitter,
+    control: TurnControl,
+    prompt: str,
+) -> RunFinished:
+    """One turn with the session's peers: their messages delivered first, asks settled after."""
+    from magi_code.runner.turn import run_turn
+
+    melchior = agents.melchior if agents is not None else None
+    if melchior is None:
+        return await run_turn(setup, journal, emit, control, prompt)
+    asks = []
+    for message in melchior.take():
+        try:
+            journal.append({**peers.peer_record(message), "run_id": setup.run_id}, fsync=False)
+        except OSError:
+            continue
+        if message.task is not None:
+            melchior.move(message.task, "working")
+            asks.append(message.task)
+    melchior.doing(True, working_for=len(asks), waiting=len(melchior.inbox))
+    try:
+        finished = await run_turn(setup, journal, emit, control, prompt)
+    finally:
+        melchior.doing(False, waiting=len(melchior.inbox))
+    answer = _final_text(journal) if finished.outcome == "completed" else None
+    for task in asks:
+        if answer is not None:
+            melchior.move(task, "completed", answer)
+        else:
+            melchior.move(task, "failed", finished.error_code or finished.outcome)
+    return finished
+
+
+def _final_text(journal: Journal) -> str:
+    from magi_code.providers.base import AssistantText
+
+    for item in reversed(journal.replay()):
+        if isinstance(item, AssistantText):
+            return item.text
+    return ""
