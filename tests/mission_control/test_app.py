@@ -470,11 +470,12 @@ async def test_diff_shows_the_workspace_git_diff(driver: Driver, workspace: Path
     subprocess.run([*git, "add", "."], check=True)
     subprocess.run([*git, "commit", "-qm", "x"], check=True)
     (workspace / "f.txt").write_text("after\n")
+    (workspace / "new.txt").write_text("")
     app = MissionControl(driver)
     async with app.run_test(size=SIZE) as pilot:
         await type_and_send(pilot, app, "/diff")
         await until(pilot, lambda: "+after" in notices(app))
-        assert "-before" in notices(app)
+        assert "-before" in notices(app) and "untracked: new.txt" in notices(app)
 
 
 async def test_reasoning_is_shown_and_usage_reaches_the_status(driver: Driver) -> None:
@@ -569,3 +570,10 @@ async def test_new_starts_another_session_and_clear_only_clears_the_screen(
         assert driver.attachment is not None and driver.attachment.session_id != first
     assert [r["text"] for r in kinds(driver, "user")] == ["second"]
     assert len(list(driver.store.directory.glob("*.jsonl"))) == 2
+
+
+async def test_diff_outside_a_git_work_tree_says_so(driver: Driver) -> None:
+    app = MissionControl(driver)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_and_send(pilot, app, "/diff")
+        await until(pilot, lambda: "not a git work tree" in notices(app))

@@ -493,8 +493,7 @@ class MissionControl(App[int]):
         elif name == "init":
             self.start_turn(commands.INIT_PROMPT)
         elif name == "diff":
-            diff = await self.driver.diff()
-            await self.say(diff_text(diff) if diff else "No changes.")
+            await self.show_diff()
         elif name == "compact":
             self.state = "compacting"
             self.refresh_status()
@@ -507,6 +506,20 @@ class MissionControl(App[int]):
         elif name == "permissions":
             self.pick_mode(command.argument)
         self.refresh_status()
+
+    async def show_diff(self) -> None:
+        found = await self.driver.diff()
+        if found is None:
+            await self.say("No git diff here: not a git work tree, or git failed.", "warning")
+            return
+        tracked, untracked = found
+        if tracked:
+            await self.say(diff_text(tracked))
+        if untracked:
+            shown = ", ".join(untracked[:20]) + (" …" if len(untracked) > 20 else "")
+            await self.say(f"untracked: {shown}")
+        if not tracked and not untracked:
+            await self.say("No changes.")
 
     def status_text(self) -> str:
         driver, tally = self.driver, self.driver.tally

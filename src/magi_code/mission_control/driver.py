@@ -501,21 +501,30 @@ class Driver:
         self.tally.context = 0
         return f"Compacted {len(items) - len(compacted) + 1} earlier items into a summary."
 
-    async def diff(self) -> str:
-        """The workspace's `git diff`, bounded; a sentence when there is none."""
+    async def diff(self) -> tuple[str, list[str]] | None:
+        """The workspace's `git diff` (bounded) and its untracked files; None outside a git
+        work tree or when git fails."""
+        tracked = await self.git("diff", "--no-color", "--no-ext-diff")
+        status = await self.git("status", "--porcelain", "--untracked-files=all")
+        if tracked is None or status is None:
+            return None
+        untracked = [line[3:] for line in status.splitlines() if line.startswith("?? ")]
+        return tracked[:DIFF_BYTES], untracked
+
+    async def git(self, *args: str) -> str | None:
         try:
             with anyio.fail_after(DIFF_TIMEOUT_S):
                 done = await anyio.run_process(
-                    ["git", "--no-pager", "diff", "--no-color", "--no-ext-diff"],
+                    ["git", "--no-pager", *args],
                     cwd=self.admitted.cwd,
                     check=False,
                     stdin=subprocess.DEVNULL,
                 )
         except (OSError, TimeoutError):
-            return ""
+            return None
         if done.returncode != 0:
-            return ""
-        return done.stdout[:DIFF_BYTES].decode("utf-8", "replace")
+            return None
+        return done.stdout[: DIFF_BYTES + 1].decode("utf-8", "replace")
 
     def mcp_servers(self) -> list[str]:
         servers = self.admitted.settings.get("mcp", {}).get("servers", {})
