@@ -213,7 +213,7 @@ class LocalRuntime:
                     "session_id": attachment.session_id,
                     "durable": attachment.durable,
                     "revision": attachment.history.revision,
-                    "notices": agents.notices,
+                    "notices": [],  # the spec's create has none; agents' go to the first turn
                 },
             )
 
@@ -234,7 +234,6 @@ class LocalRuntime:
 
         def done(opened: tuple[Attachment, list[str], SessionAgents]) -> None:
             attachment, notices, agents = opened
-            notices = [*notices, *agents.notices]
             saved, admitted = attachment.selection, self.admitted
             if saved is not None and "saved_selection_unavailable" not in notices:
                 self.provider, self.model = saved.provider, saved.model

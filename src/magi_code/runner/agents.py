@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     from magi_code.tools.policy import Policy
 
 
+NOTICE_SUMMARIES = {
+    peers.UNAVAILABLE: "melchior could not start: this session works without peers or subagents.",
+}
 VOCABULARY_ENV = "MAGI_CODE_MELCHIOR_VOCABULARY"  # what the parent read, handed to a child
 
 
@@ -285,9 +288,16 @@ async def run_turn_with_peers(
     control: TurnControl,
     prompt: str,
 ) -> RunFinished:
-    """One turn with the session's peers: their messages delivered first, asks settled after."""
+    """One turn with the session's peers: their messages delivered first, asks settled after.
+    The session's notices (melchior could not start) are said once, as diagnostics of its first
+    turn: the protocol's session results carry only restoration notices."""
+    from magi_code.runner.events import Diagnostic
     from magi_code.runner.turn import run_turn
 
+    if agents is not None:
+        while agents.notices:
+            code = agents.notices.pop(0)
+            await emit.critical(Diagnostic(code, NOTICE_SUMMARIES.get(code, code)))
     melchior = agents.melchior if agents is not None else None
     if melchior is None:
         return await run_turn(setup, journal, emit, control, prompt)
