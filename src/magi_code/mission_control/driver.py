@@ -324,8 +324,7 @@ class Driver:
             except Exception as failed:  # noqa: BLE001 - the turn goes on without peers
                 self.notices.append(f"melchior is unavailable ({type(failed).__name__}).")
                 return None
-            self.notices += self.agents.notices
-        return self.agents
+        return self.agents  # its notices reach the screen as the first turn's diagnostics
 
     def close(self) -> None:
         self.close_session()
