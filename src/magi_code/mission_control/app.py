@@ -526,6 +526,12 @@ class MissionControl(App[int]):
         window = driver.context_window()
         session = driver.attachment.session_id if driver.attachment else "(none yet)"
         servers = ", ".join(driver.mcp_servers()) or "none"
+        from magi_code.context.loader import ordered_sources
+
+        told = [
+            f"  {kind:<9} {origin} ({size:,} bytes)"
+            for kind, origin, size in ordered_sources(driver.admitted.context)
+        ]
         return "\n".join(
             [
                 f"provider      {driver.provider}",
@@ -536,8 +542,12 @@ class MissionControl(App[int]):
                 " (cost: no prices in the catalog)",
                 f"session       {session}",
                 f"workspace     {driver.admitted.cwd}",
+                f"trust         {trust_word(driver.admitted.trusted)}",
                 f"MCP servers   {servers}",
                 f"approvals     {driver.grants.mode}",
+                f"agent         {driver.admitted.context.profile.name}",
+                "instructions, in the order the model reads them:",
+                *told,
             ]
         )
 
@@ -621,3 +631,9 @@ def session_row(row: StoredRow) -> tuple[str, str]:
     where = "" if row.here else "  (other workspace)"
     label = f"{when}  {row.model or '?':<16} {row.size:>8} B  {row.first_prompt or '-'}{where}"
     return row.session_id, label
+
+
+def trust_word(trusted: bool) -> str:
+    if trusted:
+        return "trusted (project settings, hooks, skills and agents apply)"
+    return "not trusted (`magi-code trust` lets this folder's own definitions apply)"

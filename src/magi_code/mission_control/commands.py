@@ -14,7 +14,8 @@ COMMANDS: dict[str, str] = {
     "resume": "pick a stored session to continue",
     "model": "pick the model for this session",
     "compact": "summarize the earlier conversation now",
-    "status": "provider, model, context, tokens, session, workspace, MCP servers",
+    "status": "provider, model, context, tokens, session, workspace, trust, MCP servers, "
+    "instruction sources",
     "diff": "the workspace's git diff",
     "init": "ask the model to write a starter AGENTS.md for this workspace",
     "permissions": "approval mode: ask, edits (edits allowed) or full (all allowed)",

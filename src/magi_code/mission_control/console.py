@@ -20,9 +20,10 @@ def banner(driver: Driver) -> str:
     from importlib.metadata import version
 
     session = driver.attachment.session_id if driver.attachment else "new"
+    trust = "trusted" if driver.admitted.trusted else "not trusted"
     return (
         f"magi-code {version('magi-code')} · {driver.provider}/{driver.model} · "
-        f"workspace {driver.admitted.cwd} · session {session}"
+        f"workspace {driver.admitted.cwd} ({trust}) · session {session}"
     )
 
 
