@@ -6,6 +6,8 @@ session attached by any process is skipped and a concurrent open cannot race the
 under the leases the file is checked again, unlinked, then its lock files, then the leases
 are released. Whoever later locks an unlinked lock file finds the session missing.
 `scan` reads what a person needs to see (`sessions list`); its prompt text is redacted.
+`latest_for` finds the session last active in a workspace (`exec --continue`) by the `cwd` of
+each file's header, newest first, and reads nothing past a header.
 
 What it must never do: delete or follow a symlink, delete a non-regular file, another user's
 file, or a file whose name is not `<valid session id>.jsonl`; create the sessions directory;
@@ -158,6 +160,38 @@ def scan(directory: Path) -> list[StoredSession]:
         for session_id, info in _session_files(directory)
     ]
     return sorted(found, key=lambda s: (-s.mtime_ns, s.session_id))
+
+
+def latest_for(directory: Path, cwd: str) -> str | None:
+    """The ID of the stored, nonempty session whose header names canonical `cwd` and that
+    was active last; None when there is none."""
+    found = sorted(_session_files(directory), key=lambda f: f[1].st_mtime_ns, reverse=True)
+    for session_id, info in found:
+        if info.st_size > 0 and _header_cwd(directory / f"{session_id}{SUFFIX}", session_id) == cwd:
+            return session_id
+    return None
+
+
+def _header_cwd(path: Path, session_id: str) -> str | None:
+    """The canonical workspace the session's header records; None when unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as stored:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        raw = stored.readline(SCAN_BYTES)
+    if not raw.endswith(b"\n"):
+        return None
+    try:
+        record = decode_record(raw[:-1], session_id)
+    except SessionError:
+        return None
+    cwd = record.get("cwd")
+    if record["type"] != "session" or not isinstance(cwd, str) or not cwd:
+        return None
+    return os.path.realpath(cwd)
 
 
 def _first_prompt(path: Path, session_id: str) -> tuple[str | None, bool]:
