@@ -56,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
         from magi_code.exec import main as exec_main
 
         return exec_main(args[1:])
+    if args == ["acp"]:
+        from magi_code.acp.main import run as acp_run
+
+        return acp_run()
     if args[:1] in (["login"], ["logout"], ["models"]):
         return provider_command(args[0], args[1:])
     if args[:1] == ["sessions"]:
