@@ -229,3 +229,20 @@ def test_load_replays_the_stored_history(workspace: Path, home: Path) -> None:
         assert prompts == [first, "and now?"]
 
     run(scenario)
+
+
+def test_a_client_gone_mid_prompt_leaves_the_cancel_recorded(workspace: Path, home: Path) -> None:
+    async def scenario() -> None:
+        async with agent(workspace, home) as (conn, client):
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            sid = session.session_id
+            hang = script({"text": "working", "hang": True})
+            running = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block(hang)]))
+            await client.chunk.wait()
+        with pytest.raises(Exception):  # noqa: B017 - the connection is gone, whatever it says
+            await running
+        finished = [r for r in records(home, sid) if r["type"] == "run_finished"]
+        assert [r["outcome"] for r in finished] == ["cancelled"]
+        assert any(r["type"] == "assistant_chunk" for r in records(home, sid))
+
+    run(scenario)

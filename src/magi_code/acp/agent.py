@@ -49,6 +49,7 @@ class Session:
     model: str
     thinking: str | None
     control: TurnControl | None = None  # the running prompt's
+    ended: anyio.Event = field(default_factory=anyio.Event)  # set when no prompt runs
     always: set[Key] = field(default_factory=set)
 
 
@@ -151,10 +152,12 @@ class MagiAgent:
         if not text.strip() or len(text.encode("utf-8", "surrogatepass")) > limits.PROMPT_BYTES:
             raise failure("invalid_prompt")
         control = session.control = TurnControl()
+        session.ended = anyio.Event()
         try:
             finished = await self.run(session, text, control)
         finally:
             session.control = None
+            session.ended.set()
         if finished.outcome == "completed":
             return PromptResponse(stop_reason="end_turn")
         if finished.outcome == "cancelled":
@@ -196,6 +199,17 @@ class MagiAgent:
             session.control.cancel(None)
 
     # ---- the end -------------------------------------------------------------------------
+
+    async def stop(self) -> None:
+        """The client has gone: cancel every running prompt and wait (bounded) for each to
+        record its cancel."""
+        running = [s for s in self.sessions.values() if s.control is not None]
+        for session in running:
+            assert session.control is not None
+            session.control.cancel(None)
+        with anyio.move_on_after(limits.CLEANUP_WAIT_MS / 1000):
+            for session in running:
+                await session.ended.wait()
 
     def close(self) -> None:
         for session in self.sessions.values():

@@ -23,17 +23,20 @@ async def stdio_streams(out_fd: int) -> tuple[asyncio.StreamReader, asyncio.Stre
 
 
 async def serve(out_fd: int) -> None:
-    from acp import Agent, run_agent
+    from acp import Agent
+    from acp.core import AgentSideConnection
 
     from magi_code.acp.agent import MagiAgent
 
     agent = MagiAgent()
     reader, writer = await stdio_streams(out_fd)
+    # MagiAgent serves part of the Agent protocol; the SDK answers the rest method_not_found.
+    conn = AgentSideConnection(cast("Agent", agent), writer, reader, listening=False)
     try:
-        # MagiAgent serves part of the Agent protocol; the SDK answers the rest
-        # method_not_found.
-        await run_agent(cast("Agent", agent), writer, reader)
+        await conn.listen()  # until EOF
+        await agent.stop()  # before the connection cancels the prompts' tasks
     finally:
+        await asyncio.shield(conn.close())
         agent.close()
         if "magi_code.providers.clients" in sys.modules:
             from magi_code.providers.clients import close_clients
