@@ -123,6 +123,7 @@ def test_json_lines_are_the_local_agent_events_after_one_session_line(
         (["--model", "gpt-none", "hi"], 2, b"offers no such model"),
         (["--x\x1b[31m", "hi"], 2, b"unknown option\n"),
         (["   "], 2, b"the prompt is empty"),
+        (["--agent", "nobody", "hi"], 2, b"startup failed: profile_invalid"),
     ],
 )
 def test_exit_codes(workspace: Path, home: Path, args: list[str], code: int, says: bytes) -> None:
@@ -165,15 +166,18 @@ def spawn_json(prompt: str, cwd: Path, home: Path, **pipes: Any) -> subprocess.P
     )
 
 
-def test_sigint_mid_stream_cancels_records_and_exits_130(workspace: Path, home: Path) -> None:
+@pytest.mark.parametrize(("signal_number", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_mid_stream_cancels_records_and_exits(
+    workspace: Path, home: Path, signal_number: int, code: int
+) -> None:
     child = spawn_json(script({"text": "streaming", "hang": True}), workspace, home)
     assert child.stdout is not None
     seen: list[dict[str, Any]] = []
     while not seen or seen[-1]["event"] != "message.delta":
         seen.append(json.loads(child.stdout.readline()))
-    child.send_signal(signal.SIGINT)
+    child.send_signal(signal_number)
     rest, _ = child.communicate(timeout=30)
-    assert child.returncode == 130
+    assert child.returncode == code
     parsed = seen + lines(rest)
     assert parsed[-1]["event"] == "run.finished"
     assert parsed[-1]["data"]["outcome"] == "cancelled"
