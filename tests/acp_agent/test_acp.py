@@ -22,6 +22,7 @@ from acp.schema import (
     UserMessageChunk,
 )
 
+from magi_code import limits
 from magi_code.client import environment
 
 MAGI_CODE = str(Path(sys.executable).with_name("magi-code"))
@@ -244,5 +245,33 @@ def test_a_client_gone_mid_prompt_leaves_the_cancel_recorded(workspace: Path, ho
         finished = [r for r in records(home, sid) if r["type"] == "run_finished"]
         assert [r["outcome"] for r in finished] == ["cancelled"]
         assert any(r["type"] == "assistant_chunk" for r in records(home, sid))
+
+    run(scenario)
+
+
+def test_prompt_bounds_and_a_failed_turn(workspace: Path, home: Path) -> None:
+    async def scenario() -> None:
+        async with agent(workspace, home) as (conn, client):
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            sid = session.session_id
+            at_limit = await conn.prompt(
+                session_id=sid, prompt=[text_block("x" * limits.PROMPT_BYTES)]
+            )
+            assert at_limit.stop_reason == "end_turn"
+            with pytest.raises(RequestError) as over:
+                await conn.prompt(
+                    session_id=sid, prompt=[text_block("x" * (limits.PROMPT_BYTES + 1))]
+                )
+            assert over.value.data == {"code": "invalid_prompt"}
+            client.updates = []
+            with pytest.raises(RequestError) as failed:
+                await conn.prompt(
+                    session_id=sid, prompt=[text_block(script({"error": "server_error"}))]
+                )
+            assert failed.value.data == {"code": "execution_failed"}
+            assert "[server_error]" in client.text()  # the diagnostic reaches the user
+            with pytest.raises(RequestError) as elsewhere:
+                await conn.new_session(cwd="relative/path", mcp_servers=[])
+            assert elsewhere.value.data == {"code": "cwd_invalid"}
 
     run(scenario)
