@@ -30,12 +30,17 @@ from typing import TYPE_CHECKING, Any
 from magi_code import limits
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from anyio.abc import TaskStatus
+
     from magi_code.runner.events import MessageDelta, RunEvent, RunFinished
     from magi_code.runner.startup import Admitted
     from magi_code.runner.turn import TurnControl
     from magi_code.sessions import Attachment, SessionStore
     from magi_code.tools.approval_modes import Mode
     from magi_code.tools.approvals import ApprovalBroker
+    from magi_code.tools.paths import Protected
 
 USAGE = f"""usage: magi-code exec [options] [PROMPT | -]
 
@@ -210,11 +215,13 @@ def say(message: str) -> None:
 class ExecEmitter:
     """Run events to stdout (JSON Lines, or the final text) and progress to stderr."""
 
-    def __init__(self, out: Output, options: Options, control: TurnControl) -> None:
+    def __init__(
+        self, out: Output, options: Options, control: TurnControl, rules: tuple[Path, Protected]
+    ) -> None:
         self.out, self.options, self.control = out, options, control
+        self.workspace, self.protected = rules  # what --approval-mode answers against
         self.session_id = self.run_id = ""
         self.broker: ApprovalBroker | None = None
-        self.allows: Any = None  # (Asked | None) -> bool, per --approval-mode
         self.final: dict[int, str] = {}  # the last reconciled message, by part
         self.final_id: str | None = None
 
@@ -246,21 +253,16 @@ class ExecEmitter:
     async def announce(self, approval_id: str, summary: str, expires_in_ms: int) -> None:
         """Nobody can be asked: the mode answers at once, and a refusal is said."""
         from magi_code.runner.events import ApprovalRequested, Diagnostic
+        from magi_code.tools.approval_modes import refusal
 
         assert self.broker is not None
         await self.critical(ApprovalRequested(approval_id, summary, expires_in_ms))
-        allow = bool(self.allows(self.broker.asked(approval_id)))
-        if not allow:
-            mode = self.options.mode
-            wider = "edits or full" if mode == "ask" else "full"
-            await self.critical(
-                Diagnostic(
-                    "approval_denied",
-                    f"refused without asking (--approval-mode {mode}): {summary}; "
-                    f"--approval-mode {wider} may allow it",
-                )
-            )
-        self.broker.answer(approval_id, allow)
+        mode, asked = self.options.mode, self.broker.asked(approval_id)
+        why = refusal(mode, asked, self.workspace, self.protected)
+        if why is not None:
+            said = f"refused without asking (--approval-mode {mode}): {summary}; {why}"
+            await self.critical(Diagnostic("approval_denied", said))
+        self.broker.answer(approval_id, why is None)
 
     def final_text(self) -> str:
         return "".join(self.final[part] for part in sorted(self.final))
@@ -393,23 +395,21 @@ async def run(
     from magi_code.runner.setup import parts
     from magi_code.runner.startup import safe_name
     from magi_code.runner.turn import TurnControl, new_id
-    from magi_code.tools.approval_modes import allows
     from magi_code.tools.approvals import ApprovalBroker
 
     provider, model = chosen
     control = TurnControl()
-    emitter = ExecEmitter(out, options, control)
+    # The workspace is canonical, as the tools resolve their paths.
+    rules = (Path(admitted.cwd), parts(admitted).policy.protected)
+    emitter = ExecEmitter(out, options, control, rules)
     emitter.session_id, emitter.run_id = attachment.session_id, new_id()
     broker = emitter.broker = ApprovalBroker(emitter.announce)
-    protected = parts(admitted).policy.protected
-    workspace = Path(admitted.cwd)  # canonical, as the tools resolve their paths
-    emitter.allows = lambda asked: allows(options.mode, asked, workspace, protected)
     session = {"session_id": attachment.session_id, "provider": safe_name(provider)}
     if options.json and not out.line("session", {**session, "model": safe_name(model)}):
         return EXIT_BROKEN_PIPE
     signalled: list[int] = []
     async with anyio.create_task_group() as group:
-        group.start_soon(watch_signals, control, signalled)
+        await group.start(watch_signals, control, signalled)  # before any output
         finished = await start_turn(
             admitted,
             store,
@@ -426,11 +426,14 @@ async def run(
     return finish(emitter, finished, signalled)
 
 
-async def watch_signals(control: TurnControl, signalled: list[int]) -> None:
+async def watch_signals(
+    control: TurnControl, signalled: list[int], *, task_status: TaskStatus[None]
+) -> None:
     """SIGINT and SIGTERM cancel the run; the turn records the cancel before it returns."""
     import anyio
 
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+        task_status.started()
         async for number in received:
             signalled.append(number)
             control.cancel(None)

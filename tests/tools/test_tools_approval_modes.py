@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from magi_code.tools.approval_modes import Mode, allows
+from magi_code.tools.approval_modes import Mode, refusal
 from magi_code.tools.approvals import Asked
 from magi_code.tools.base import Access
 from magi_code.tools.paths import Protected
@@ -35,4 +35,15 @@ def asked(kind: str, *paths: str) -> Asked:
     ],
 )
 def test_modes(mode: Mode, call: Asked | None, allowed: bool) -> None:
-    assert allows(mode, call, WORKSPACE, PROTECTED) is allowed
+    assert (refusal(mode, call, WORKSPACE, PROTECTED) is None) is allowed
+
+
+def test_a_refusal_says_what_could_allow_it() -> None:
+    edit = asked("write", "/work/project/a.py")
+    assert (
+        refusal("ask", edit, WORKSPACE, PROTECTED) == "--approval-mode edits or full may allow it"
+    )
+    shell = asked("shell")
+    assert refusal("edits", shell, WORKSPACE, PROTECTED) == "--approval-mode full may allow it"
+    git = asked("write", "/work/project/.git/config")
+    assert "protected path" in str(refusal("edits", git, WORKSPACE, PROTECTED))

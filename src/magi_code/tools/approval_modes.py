@@ -19,17 +19,20 @@ Mode = Literal["ask", "edits", "full"]
 MODES: tuple[Mode, ...] = ("ask", "edits", "full")
 
 
-def allows(mode: Mode, asked: Asked | None, workspace: Path, protected: Protected) -> bool:
-    """Whether `mode` answers the approval for `asked` with allow."""
-    if mode == "ask" or asked is None:
-        return False
+def refusal(mode: Mode, asked: Asked | None, workspace: Path, protected: Protected) -> str | None:
+    """None when `mode` allows the approval for `asked`; otherwise why not, for a person."""
+    if asked is None:
+        return "what it is for is unknown"
     access = asked.access
     if any(protected.floor(access.kind, path) != "allow" for path in access.paths):
-        return False
+        return "it touches a protected path, which no mode allows"
     if mode == "full":
-        return True
+        return None
+    edit = access.kind == "write" and bool(access.paths)
+    if mode == "edits" and edit and all(inside(path, workspace) for path in access.paths):
+        return None
     return (
-        access.kind == "write"
-        and bool(access.paths)
-        and all(inside(path, workspace) for path in access.paths)
+        "--approval-mode edits or full may allow it"
+        if mode == "ask"
+        else ("--approval-mode full may allow it")
     )
