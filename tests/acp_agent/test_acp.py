@@ -275,3 +275,29 @@ def test_prompt_bounds_and_a_failed_turn(workspace: Path, home: Path) -> None:
             assert elsewhere.value.data == {"code": "cwd_invalid"}
 
     run(scenario)
+
+
+def test_sigterm_mid_prompt_records_the_cancel_and_exits(workspace: Path, home: Path) -> None:
+    async def scenario() -> None:
+        client = RecordingClient()
+        async with spawn_agent_process(
+            cast(Client, client),
+            MAGI_CODE,
+            "acp",
+            env=environment(home),
+            cwd=workspace,
+            transport_kwargs={"stderr": None},
+        ) as (conn, process):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            sid = session.session_id
+            hang = script({"text": "working", "hang": True})
+            running = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block(hang)]))
+            await client.chunk.wait()
+            process.terminate()
+            assert await asyncio.wait_for(process.wait(), timeout=10) == 0
+            running.cancel()
+        finished = [r for r in records(home, sid) if r["type"] == "run_finished"]
+        assert [r["outcome"] for r in finished] == ["cancelled"]
+
+    run(scenario)

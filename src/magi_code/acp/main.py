@@ -1,12 +1,15 @@
 """`magi-code acp`: serve the ACP agent on stdin/stdout until the client closes stdin.
 
 stdout carries protocol bytes only: it is moved to a private descriptor at startup and fd 1
-points at stderr, so no library print and no child process can write to the wire. On EOF,
-running prompts are cancelled (each records its cancel), then sessions and MCP servers close.
+points at stderr, so no library print and no child process can write to the wire. On EOF
+or SIGTERM, running prompts are cancelled (each records its cancel), then sessions and MCP
+servers close.
 """
 
 import asyncio
+import contextlib
 import os
+import signal
 import sys
 from typing import cast
 
@@ -32,8 +35,11 @@ async def serve(out_fd: int) -> None:
     reader, writer = await stdio_streams(out_fd)
     # MagiAgent serves part of the Agent protocol; the SDK answers the rest method_not_found.
     conn = AgentSideConnection(cast("Agent", agent), writer, reader, listening=False)
+    listening = asyncio.ensure_future(conn.listen())  # until EOF
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, listening.cancel)
     try:
-        await conn.listen()  # until EOF
+        with contextlib.suppress(asyncio.CancelledError):
+            await listening
         await agent.stop()  # before the connection cancels the prompts' tasks
     finally:
         await asyncio.shield(conn.close())
