@@ -53,9 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["serve"]:
         return serve(args[1:])
     if args[:1] == ["exec"]:
-        from magi_code.exec import main as exec_main
+        from magi_code.exec import run_and_exit
 
-        return exec_main(args[1:])
+        run_and_exit(args[1:])
     if args == ["acp"]:
         from magi_code.acp.main import run as acp_run
 

@@ -19,13 +19,15 @@ reader (the run is cancelled as `output_unavailable`, and recorded so).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import os
 import re
 import signal
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from magi_code import limits
 
@@ -268,7 +270,28 @@ class ExecEmitter:
         return "".join(self.final[part] for part in sorted(self.final))
 
 
+def run_and_exit(args: list[str]) -> NoReturn:
+    """`main`, then exit at once: by then every session, server and client this process
+    opened is closed and its output written, and the interpreter's teardown of the runner's
+    few hundred modules would cost more than the turn itself."""
+    code = main(args)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
 def main(args: list[str]) -> int:
+    # Startup allocates many long-lived objects (modules, classes) and no garbage: collect
+    # nothing until the runner is loaded, then freeze them out of later collections.
+    gc.disable()
+    try:
+        return _main(args)
+    finally:
+        gc.enable()
+
+
+def _main(args: list[str]) -> int:
     try:
         options = parse(args)
         if options.help:
@@ -397,6 +420,8 @@ async def run(
     from magi_code.runner.turn import TurnControl, new_id
     from magi_code.tools.approvals import ApprovalBroker
 
+    gc.freeze()
+    gc.enable()
     provider, model = chosen
     control = TurnControl()
     # The workspace is canonical, as the tools resolve their paths.

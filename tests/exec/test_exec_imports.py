@@ -11,8 +11,8 @@ from magi_code.client import environment
 HEAVY = ("textual", "mcp", "httpx2", "httpcore2", "pydantic", "acp", "magi_code.acp")
 LOADED = (
     "import json, sys\n"
-    "from magi_code.cli import main\n"
-    "code = main(['exec', 'hi'])\n"
+    "from magi_code.exec import main\n"
+    "code = main(['hi'])\n"
     "heavy = {heavy!r}\n"
     "found = sorted(m for m in sys.modules if m in heavy or m.split('.')[0] in heavy\n"
     "               or m == 'magi_code.providers.http')\n"
