@@ -366,7 +366,7 @@ def attach_and_run(admitted: Admitted, options: Options, prompt: str, out: Outpu
     try:
         import anyio
 
-        return anyio.run(run, admitted, store, attachment, (provider, model), prompt, options, out)
+        return anyio.run(run, admitted, attachment, (provider, model), prompt, options, out)
     finally:
         attachment.close()
 
@@ -403,7 +403,6 @@ def model_offered(admitted: Admitted, provider: str, model: str) -> bool:
 
 async def run(
     admitted: Admitted,
-    store: SessionStore,
     attachment: Attachment,
     chosen: tuple[str, str],
     prompt: str,
@@ -437,7 +436,6 @@ async def run(
         await group.start(watch_signals, control, signalled)  # before any output
         finished = await start_turn(
             admitted,
-            store,
             attachment,
             (provider, model, admitted.thinking),
             prompt,

@@ -123,7 +123,7 @@ def test_a_prompt_streams_chunks_and_ends_its_turn(workspace: Path, home: Path) 
             done = await conn.prompt(session_id=session.session_id, prompt=[text_block(prompt)])
             assert done.stop_reason == "end_turn"
             chunks = [u for u in client.updates if isinstance(u, AgentMessageChunk)]
-            assert len(chunks) >= 4
+            assert len(chunks) >= 2  # streamed (live redaction holds back a last word)
             assert client.text() == "Hello there, friend."
             with pytest.raises(RequestError):
                 await conn.prompt(session_id="no-such-session", prompt=[text_block("hi")])
@@ -186,7 +186,7 @@ def test_cancel_mid_stream_ends_cancelled_and_is_recorded(workspace: Path, home:
         async with agent(workspace, home) as (conn, client):
             session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
             sid = session.session_id
-            hang = script({"text": "thinking...", "hang": True})
+            hang = script({"text": "thinking... ", "hang": True})
             running = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block(hang)]))
             await client.chunk.wait()
             await conn.cancel(session_id=sid)
@@ -237,7 +237,7 @@ def test_a_client_gone_mid_prompt_leaves_the_cancel_recorded(workspace: Path, ho
         async with agent(workspace, home) as (conn, client):
             session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
             sid = session.session_id
-            hang = script({"text": "working", "hang": True})
+            hang = script({"text": "working ", "hang": True})
             running = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block(hang)]))
             await client.chunk.wait()
         with pytest.raises(Exception):  # noqa: B017 - the connection is gone, whatever it says
@@ -291,7 +291,7 @@ def test_sigterm_mid_prompt_records_the_cancel_and_exits(workspace: Path, home: 
             await conn.initialize(protocol_version=PROTOCOL_VERSION)
             session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
             sid = session.session_id
-            hang = script({"text": "working", "hang": True})
+            hang = script({"text": "working ", "hang": True})
             running = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block(hang)]))
             await client.chunk.wait()
             process.terminate()

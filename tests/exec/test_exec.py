@@ -170,7 +170,8 @@ def spawn_json(prompt: str, cwd: Path, home: Path, **pipes: Any) -> subprocess.P
 def test_a_signal_mid_stream_cancels_records_and_exits(
     workspace: Path, home: Path, signal_number: int, code: int
 ) -> None:
-    child = spawn_json(script({"text": "streaming", "hang": True}), workspace, home)
+    hang = script({"text": "streaming ", "hang": True})  # not held back: no longer a last word
+    child = spawn_json(hang, workspace, home)
     assert child.stdout is not None
     seen: list[dict[str, Any]] = []
     while not seen or seen[-1]["event"] != "message.delta":
@@ -184,7 +185,7 @@ def test_a_signal_mid_stream_cancels_records_and_exits(
     stored = records(home, parsed[0]["data"]["session_id"])
     finished = [r for r in stored if r["type"] == "run_finished"]
     assert [(r["outcome"], r["error_code"]) for r in finished] == [("cancelled", None)]
-    assert any(r["type"] == "assistant_chunk" and r["text"] == "streaming" for r in stored)
+    assert any(r["type"] == "assistant_chunk" and r["text"] == "streaming " for r in stored)
 
 
 def test_a_closed_stdout_cancels_the_run_and_exits_promptly(workspace: Path, home: Path) -> None:

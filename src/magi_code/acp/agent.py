@@ -180,7 +180,6 @@ class MagiAgent:
                 run.asks = asks
                 finished = await start_turn(
                     session.admitted,
-                    self.store,
                     session.attachment,
                     (session.provider, session.model, session.thinking),
                     text,
