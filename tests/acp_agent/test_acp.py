@@ -263,6 +263,9 @@ def test_prompt_bounds_and_a_failed_turn(workspace: Path, home: Path) -> None:
                     session_id=sid, prompt=[text_block("x" * (limits.PROMPT_BYTES + 1))]
                 )
             assert over.value.data == {"code": "invalid_prompt"}
+            with pytest.raises(RequestError) as unstorable:
+                await conn.prompt(session_id=sid, prompt=[text_block("lone \ud800")])
+            assert unstorable.value.data == {"code": "invalid_prompt"}
             client.updates = []
             with pytest.raises(RequestError) as failed:
                 await conn.prompt(

@@ -149,7 +149,11 @@ class MagiAgent:
             text = updates.prompt_text(prompt)
         except updates.UnsupportedContent:
             raise failure("unsupported_content") from None
-        if not text.strip() or len(text.encode("utf-8", "surrogatepass")) > limits.PROMPT_BYTES:
+        try:
+            size = len(text.encode("utf-8"))
+        except UnicodeEncodeError:  # a lone surrogate escape: no session file can store it
+            raise failure("invalid_prompt") from None
+        if not text.strip() or size > limits.PROMPT_BYTES:
             raise failure("invalid_prompt")
         control = session.control = TurnControl()
         session.ended = anyio.Event()
