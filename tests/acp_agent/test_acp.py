@@ -276,6 +276,13 @@ def test_prompt_bounds_and_a_failed_turn(workspace: Path, home: Path) -> None:
             with pytest.raises(RequestError) as elsewhere:
                 await conn.new_session(cwd="relative/path", mcp_servers=[])
             assert elsewhere.value.data == {"code": "cwd_invalid"}
+            with pytest.raises(RequestError) as missing:
+                await conn.load_session(cwd=str(workspace), session_id="nothing", mcp_servers=[])
+            assert missing.value.data == {"code": "session_missing"}
+            both = await asyncio.gather(
+                *(conn.new_session(cwd=str(workspace.parent), mcp_servers=[]) for _ in range(2))
+            )
+            assert len({made.session_id for made in both}) == 2
 
     run(scenario)
 

@@ -59,6 +59,7 @@ class MagiAgent:
         self.admitted: dict[str, Admitted] = {}  # canonical cwd -> its snapshot
         self.store: SessionStore | None = None
         self.sessions: dict[str, Session] = {}
+        self.admitting = anyio.Lock()  # one admission at a time: each owns its MCP servers
 
     def on_connect(self, conn: Client) -> None:
         self.client = conn
@@ -82,18 +83,20 @@ class MagiAgent:
         canonical = os.path.realpath(cwd)
         if not os.path.isabs(cwd) or not os.path.isdir(canonical):
             raise failure("cwd_invalid")
-        admitted = self.admitted.get(canonical)
-        if admitted is None:
-            try:
-                admitted = await anyio.to_thread.run_sync(admit, canonical, dict(os.environ))
-            except StartupError as failed:
-                raise failure(failed.code) from None
-            for dropped in admitted.dropped:
-                print(f"magi-code acp: {dropped.warning()}", file=sys.stderr)
-            for notice in admitted.notices:
-                print(f"magi-code acp: {notice}", file=sys.stderr)
-            self.admitted[canonical] = admitted
-            self.store = self.store or SessionStore(Path(admitted.paths.home))
+        async with self.admitting:
+            return self.admitted.get(canonical) or await self.admit(canonical)
+
+    async def admit(self, canonical: str) -> Admitted:
+        try:
+            admitted = await anyio.to_thread.run_sync(admit, canonical, dict(os.environ))
+        except StartupError as failed:
+            raise failure(failed.code) from None
+        for dropped in admitted.dropped:
+            print(f"magi-code acp: {dropped.warning()}", file=sys.stderr)
+        for notice in admitted.notices:
+            print(f"magi-code acp: {notice}", file=sys.stderr)
+        self.admitted[canonical] = admitted
+        self.store = self.store or SessionStore(Path(admitted.paths.home))
         return admitted
 
     async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
@@ -121,8 +124,12 @@ class MagiAgent:
             attachment, _notices = await anyio.to_thread.run_sync(
                 self.store.open, session_id, admitted.cwd
             )
+        except SessionError as failed:
+            raise failure(failed.code) from None
+        try:
             entries = await anyio.to_thread.run_sync(history, attachment)
         except SessionError as failed:
+            attachment.close()
             raise failure(failed.code) from None
         saved = attachment.selection
         provider, model = (saved.provider, saved.model) if saved else (None, None)
