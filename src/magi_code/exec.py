@@ -275,8 +275,8 @@ def run_and_exit(args: list[str]) -> NoReturn:
     opened is closed and its output written, and the interpreter's teardown of the runner's
     few hundred modules would cost more than the turn itself."""
     code = main(args)
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
+    for stream in (sys.stdout, sys.stderr):  # None when the descriptor was closed at start
+        with contextlib.suppress(OSError, ValueError, AttributeError):
             stream.flush()
     os._exit(code)
 
@@ -303,7 +303,11 @@ def _main(args: list[str]) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_SIGNAL_BASE + signal.SIGINT
-    out = Output()
+    try:
+        out = Output()
+    except OSError:  # no fd 1 at all
+        say("stdout is closed: give it somewhere to go (a file, a pipe or /dev/null)")
+        return EXIT_USAGE
     try:
         return start(options, prompt, out)
     except KeyboardInterrupt:  # before the run could take the signal over

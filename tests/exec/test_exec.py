@@ -295,3 +295,17 @@ def test_help_and_no_prompt_on_a_terminal(workspace: Path, home: Path) -> None:
         os.close(follower)
     assert done.returncode == 2
     assert b"give a PROMPT, or pipe one on stdin" in done.stderr
+
+
+def test_a_closed_stdout_at_start_is_a_usage_error(workspace: Path, home: Path) -> None:
+    done = subprocess.run(
+        ["sh", "-c", 'exec "$0" exec hi >&-', EXEC[0]],
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=workspace,
+        env=environment(home),
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert b"stdout is closed" in done.stderr
+    assert not (home / "sessions").exists() or not list((home / "sessions").glob("*.jsonl"))
