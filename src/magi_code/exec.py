@@ -210,7 +210,7 @@ def say(message: str) -> None:
     try:
         sys.stderr.write(f"magi-code exec: {message}\n")
         sys.stderr.flush()
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):  # AttributeError: no fd 2 at start
         pass
 
 
