@@ -309,3 +309,21 @@ def test_a_closed_stdout_at_start_is_a_usage_error(workspace: Path, home: Path) 
     assert done.returncode == 2
     assert b"stdout is closed" in done.stderr
     assert not (home / "sessions").exists() or not list((home / "sessions").glob("*.jsonl"))
+
+
+GUARD = """
+import os
+os.close(2)
+from magi_code.exec import Output
+out = Output()
+os.write(1, b"a library's print ")  # what fd 1 gets now must not reach the real stdout
+out.write(b"the answer")
+"""
+
+
+def test_with_no_stderr_fd_1_still_cannot_reach_stdout(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", GUARD], stdout=subprocess.PIPE, cwd=tmp_path, timeout=60
+    )
+    assert done.returncode == 0
+    assert done.stdout == b"the answer"
