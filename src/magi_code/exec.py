@@ -187,15 +187,9 @@ class Output:
     """The real stdout, moved to a private descriptor; it breaks once, for good."""
 
     def __init__(self) -> None:
-        try:
-            os.fstat(2)
-        except OSError:  # no stderr: /dev/null takes fd 2, lest the private copy land there
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            if devnull != 2:
-                os.dup2(devnull, 2)
-                os.close(devnull)
-        self.fd = os.dup(1)  # not inherited by children (Python's descriptors are CLOEXEC)
-        os.dup2(2, 1)
+        from magi_code.stdio import private_stdout
+
+        self.fd = private_stdout()
         self.broken = False
 
     def write(self, data: bytes) -> bool:

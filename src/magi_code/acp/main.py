@@ -51,8 +51,9 @@ async def serve(out_fd: int) -> None:
 
 
 def run() -> int:
-    out_fd = os.dup(1)  # the wire; Python's descriptors are not inherited by children
-    os.dup2(2, 1)
+    from magi_code.stdio import private_stdout
+
+    out_fd = private_stdout()  # the wire
     try:
         asyncio.run(serve(out_fd))
     except KeyboardInterrupt:
