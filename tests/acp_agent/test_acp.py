@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -311,3 +312,36 @@ def test_sigterm_mid_prompt_records_the_cancel_and_exits(workspace: Path, home: 
         assert [r["outcome"] for r in finished] == ["cancelled"]
 
     run(scenario)
+
+
+def initialize_line(size: int) -> bytes:
+    """An `initialize` request of exactly `size` bytes, LF excluded."""
+    head = (
+        '{"jsonrpc":"2.0","id":1,"method":"initialize",'
+        '"params":{"protocolVersion":1,"_meta":{"pad":"'
+    )
+    tail = '"}}}'
+    return (head + "x" * (size - len(head) - len(tail)) + tail).encode() + b"\n"
+
+
+@pytest.mark.parametrize(
+    ("size", "answered"), [(limits.ACP_MESSAGE_BYTES, True), (limits.ACP_MESSAGE_BYTES + 1, False)]
+)
+def test_a_message_is_bounded_at_its_exact_edge(
+    workspace: Path, home: Path, size: int, answered: bool
+) -> None:
+    done = subprocess.run(
+        [MAGI_CODE, "acp"],
+        input=initialize_line(size),
+        capture_output=True,
+        cwd=workspace,
+        env=environment(home),
+        timeout=60,
+    )
+    if answered:
+        assert done.returncode == 0
+        assert json.loads(done.stdout)["result"]["agentCapabilities"]["loadSession"] is True
+    else:
+        assert done.returncode == 1
+        assert done.stdout == b""
+        assert b"over the size limit" in done.stderr
