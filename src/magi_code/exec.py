@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from anyio.abc import TaskStatus
 
     from magi_code.runner.events import MessageDelta, RunEvent, RunFinished
-    from magi_code.runner.startup import Admitted
+    from magi_code.runner.startup import Admitted, StartupError
     from magi_code.runner.turn import TurnControl
     from magi_code.sessions import Attachment, SessionStore
     from magi_code.tools.approval_modes import Mode
@@ -62,8 +62,8 @@ options:
   --agent NAME            the agent profile to use
   -h, --help              show this help
 
-exit codes: 0 completed, 1 failed, 2 bad usage or startup failure, 130 interrupted,
-141 stdout closed by its reader
+exit codes: 0 completed, 1 failed, 2 bad usage or startup failure, 130 interrupted
+(143 terminated), 141 stdout closed by its reader
 """
 
 EXIT_COMPLETED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -333,16 +333,15 @@ def start(options: Options, prompt: str, out: Output) -> int:
             admitted.mcp.close(limits.CLEANUP_WAIT_MS / 1000)
 
 
-def startup_failed(failed: Exception) -> int:
+def startup_failed(failed: StartupError) -> int:
     from magi_code.config import paths
 
-    code = getattr(failed, "code", "startup_failed")
-    detail = getattr(failed, "detail", None)
     home = paths.resolve_home(os.environ)
-    hint = STARTUP_HINTS.get(code, "startup failed").format(
+    hint = STARTUP_HINTS.get(failed.code, "startup failed").format(
         settings=paths.Paths(home).settings, home=home
     )
-    say(f"startup failed: {code}: {hint}" + (f" ({detail})" if detail else ""))
+    detail = f" ({failed.detail})" if failed.detail else ""
+    say(f"startup failed: {failed.code}: {hint}{detail}")
     return EXIT_USAGE
 
 
@@ -352,6 +351,7 @@ def attach_and_run(admitted: Admitted, options: Options, prompt: str, out: Outpu
     from magi_code.sessions import SessionError, SessionStore
 
     provider, model = admitted.provider, options.model or admitted.model
+    thinking = admitted.thinking
     if options.model is not None and not model_offered(admitted, provider, options.model):
         say(f"the provider {provider} offers no such model: `magi-code models` lists them")
         return EXIT_USAGE
@@ -368,10 +368,12 @@ def attach_and_run(admitted: Admitted, options: Options, prompt: str, out: Outpu
     resumed = options.session is not None or options.continue_latest
     if resumed and saved is not None and model_offered(admitted, saved.provider, saved.model):
         provider, model = saved.provider, options.model or saved.model
+        thinking = saved.thinking
     try:
         import anyio
 
-        return anyio.run(run, admitted, attachment, (provider, model), prompt, options, out)
+        chosen = (provider, model, thinking)
+        return anyio.run(run, admitted, attachment, chosen, prompt, options, out)
     finally:
         attachment.close()
 
@@ -409,7 +411,7 @@ def model_offered(admitted: Admitted, provider: str, model: str) -> bool:
 async def run(
     admitted: Admitted,
     attachment: Attachment,
-    chosen: tuple[str, str],
+    chosen: tuple[str, str, str | None],
     prompt: str,
     options: Options,
     out: Output,
@@ -426,7 +428,7 @@ async def run(
 
     gc.freeze()
     gc.enable()
-    provider, model = chosen
+    provider, model, _ = chosen
     control = TurnControl()
     # The workspace is canonical, as the tools resolve their paths.
     rules = (Path(admitted.cwd), parts(admitted).policy.protected)
@@ -442,7 +444,7 @@ async def run(
         finished = await start_turn(
             admitted,
             attachment,
-            (provider, model, admitted.thinking),
+            chosen,
             prompt,
             run_id=emitter.run_id,
             emitter=emitter,
