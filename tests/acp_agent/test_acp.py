@@ -345,3 +345,15 @@ def test_a_message_is_bounded_at_its_exact_edge(
         assert done.returncode == 1
         assert done.stdout == b""
         assert b"over the size limit" in done.stderr
+
+
+def test_a_session_has_its_melchior_tools(workspace: Path, home: Path) -> None:
+    async def scenario() -> None:
+        async with agent(workspace, home) as (conn, client):
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            listing = script({"tools": [{"name": "melchior_list", "arguments": {}}]})
+            await conn.prompt(session_id=session.session_id, prompt=[text_block(listing)])
+            ended = [u for u in client.updates if isinstance(u, ToolCallProgress)]
+            assert [u.status for u in ended] == ["completed"], ended
+
+    run(scenario)

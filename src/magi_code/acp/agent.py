@@ -8,11 +8,13 @@ nothing is asked, dropped project keys are warned on stderr). One prompt at a ti
 turn has recorded that. Errors carry a code in `data`, never an input echo or a path.
 """
 
+from __future__ import annotations
+
 import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from acp import PROTOCOL_VERSION, RequestError
@@ -34,6 +36,9 @@ from magi_code.runner.startup import Admitted, StartupError, admit
 from magi_code.runner.turn import TurnControl
 from magi_code.sessions import Attachment, SessionError, SessionStore, valid_session_id
 
+if TYPE_CHECKING:
+    from magi_code.runner.agents import SessionAgents
+
 VERSION = "0.1.0"
 
 
@@ -45,6 +50,7 @@ def failure(code: str) -> RequestError:
 class Session:
     admitted: Admitted
     attachment: Attachment
+    agents: SessionAgents  # its melchior, its subagents
     provider: str
     model: str
     thinking: str | None
@@ -106,10 +112,20 @@ class MagiAgent:
         assert self.store is not None
         selection = Selection(admitted.provider, admitted.model, admitted.thinking)
         attachment = await anyio.to_thread.run_sync(self.store.create, admitted.cwd, selection)
+        agents = await self.agents(admitted, attachment)
         self.sessions[attachment.session_id] = Session(
-            admitted, attachment, admitted.provider, admitted.model, admitted.thinking
+            admitted, attachment, agents, admitted.provider, admitted.model, admitted.thinking
         )
         return NewSessionResponse(session_id=attachment.session_id)
+
+    async def agents(self, admitted: Admitted, attachment: Attachment) -> SessionAgents:
+        """The session's melchior and subagents, as for the local agent (never fails)."""
+        from magi_code.runner.agents import SessionAgents
+
+        agents = await anyio.to_thread.run_sync(SessionAgents.open, admitted, attachment)
+        for notice in agents.notices:
+            print(f"magi-code acp: {notice}", file=sys.stderr)
+        return agents
 
     async def load_session(self, cwd: str, session_id: str, **_: Any) -> LoadSessionResponse:
         """Attach a stored session and replay its history as session/update notifications."""
@@ -136,7 +152,11 @@ class MagiAgent:
         if not (provider and model and offered(admitted, provider, model)):
             provider, model = admitted.provider, admitted.model
         thinking = saved.thinking if saved else admitted.thinking
-        self.sessions[session_id] = Session(admitted, attachment, provider, model, thinking)
+        agents = await self.agents(admitted, attachment)
+        replaced = self.sessions.get(session_id)
+        if replaced is not None:  # its attachment was handed over by the open
+            replaced.agents.close()
+        self.sessions[session_id] = Session(admitted, attachment, agents, provider, model, thinking)
         started: set[str] = set()
         for entry in entries:
             update = updates.replay(entry, started)
@@ -198,6 +218,7 @@ class MagiAgent:
                     emitter=run,
                     control=control,
                     approvals=broker,
+                    agents=session.agents,
                 )
                 asks.cancel_scope.cancel()  # approvals still asked are denied already
             await run.close()  # the sender drains what is queued, then ends
@@ -222,7 +243,8 @@ class MagiAgent:
                 await session.ended.wait()
 
     def close(self) -> None:
-        for session in self.sessions.values():
+        for session in self.sessions.values():  # melchior and children before the leases
+            session.agents.close()
             session.attachment.close()
         for admitted in self.admitted.values():
             if admitted.mcp is not None:
