@@ -25,6 +25,8 @@ USAGE = """usage:
            --agent NAME (agent profile), --approval-mode ask|edits|full, --version, -h/--help
   magi-code context [--agent NAME]         what the model is told, redacted, with sources
   magi-code serve --stdio        the local-agent protocol over inherited pipes
+  magi-code exec [--json] [PROMPT | -]   one prompt for scripts and CI (exec --help)
+  magi-code acp                  an Agent Client Protocol agent over stdio, for editors
   magi-code login | logout | models [--refresh] [--json]
   magi-code trust [PATH] | untrust [PATH]   (un)list a folder in the global trusted_projects
   magi-code mcp list [--probe] | add | remove | approve | digest | login | logout
@@ -72,6 +74,14 @@ def main(argv: list[str] | None = None) -> int:
         return refuse("the --app and daemon forms are no longer supported")
     if args[:1] == ["serve"]:
         return serve(args[1:])
+    if args[:1] == ["exec"]:
+        from magi_code.exec import run_and_exit
+
+        run_and_exit(args[1:])
+    if args == ["acp"]:
+        from magi_code.acp.main import run as acp_run
+
+        return acp_run()
     if args[:1] in (["login"], ["logout"], ["models"]):
         return provider_command(args[0], args[1:])
     if args[:1] == ["sessions"]:

@@ -49,6 +49,9 @@ ACTIVITY_INTERNAL_ID_BYTES = 1024
 SUMMARY_BYTES = 1024
 APPROVAL_EXPIRY_MS = 60_000
 
+# ACP (`magi-code acp`): one JSON-RPC message, as a line on stdin
+ACP_MESSAGE_BYTES = 1024 * 1024
+
 # Providers (melchior.md, "Provider response boundaries")
 ERROR_BODY_BYTES = 64 * 1024
 ERROR_BODY_DEADLINE_S = 10.0

@@ -395,14 +395,9 @@ class RunEmitter:
         self.channel, self.session_id, self.run_id = channel, session_id, run_id
 
     def item(self, event: RunEvent) -> Item:
-        from magi_code.runner.events import EVENT_NAMES
+        from magi_code.runner.event_data import event_data
 
-        # Run events are flat dataclasses: their fields are the event's data.
-        return EVENT_NAMES[type(event)], {
-            "session_id": self.session_id,
-            "run_id": self.run_id,
-            **vars(event),
-        }
+        return event_data(event, self.session_id, self.run_id)
 
     def delta(self, event: MessageDelta) -> None:
         self.channel.offer_delta(self.item(event))

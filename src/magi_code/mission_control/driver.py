@@ -41,7 +41,7 @@ from magi_code.runner.startup import Admitted, StartupError, admit
 from magi_code.runner.turn import Emitter, Turn, TurnControl, TurnSetup
 from magi_code.sessions import Attachment, Selection, SessionError, SessionStore
 from magi_code.sessions.reader import decode_record
-from magi_code.sessions.retention import auto_prune, scan
+from magi_code.sessions.retention import auto_prune, latest_for, scan
 from magi_code.tools.approvals import ApprovalBroker
 from magi_code.tools.base import ToolContext, ToolInputError, ToolOutcome
 from magi_code.tools.paths import display
@@ -349,7 +349,7 @@ class Driver:
         return sorted(rows, key=lambda row: not row.here)  # stable: newest first within
 
     def latest_here(self) -> str | None:
-        return next((row.session_id for row in self.sessions() if row.here and row.size), None)
+        return latest_for(self.store.directory, self.admitted.cwd)
 
     def history(self) -> list[HistoryEntry]:
         """The attached session's projected history, parts joined into entries."""

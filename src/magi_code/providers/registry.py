@@ -173,14 +173,14 @@ def build_provider(
 ) -> Provider:
     credentials, env = scoped_credentials(provider_id, conf, credentials, env, sent_to)
 
-    from magi_code.providers.http import HttpPolicy
-
     wire = wire_api(provider_id, conf)
     if wire == "fixture":
         # The lead's module; imported by name so this file does not depend on it at check time.
         fixture = importlib.import_module("magi_code.providers.fixture")
         provider: Provider = fixture.FixtureProvider()
         return provider
+    from magi_code.providers.http import HttpPolicy  # the HTTP stack: only for a real provider
+
     url = base_url(conf, wire)
     policy = policy or HttpPolicy()
     if wire == "codex":

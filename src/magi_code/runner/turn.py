@@ -64,7 +64,7 @@ from magi_code.runner.events import (
 )
 from magi_code.runner.hook_runs import Fired, HookRunner
 from magi_code.runner.text import encodable, split_utf8
-from magi_code.tools.approvals import ApprovalBroker
+from magi_code.tools.approvals import ApprovalBroker, Asked
 from magi_code.tools.base import Access, Bridge, Tool, ToolContext, ToolInputError, ToolOutcome
 from magi_code.tools.limits import OUTPUT_BYTES
 from magi_code.tools.policy import Policy
@@ -410,9 +410,12 @@ class Turn:
         policy = self.setup.code_policy if code_mode else self.setup.policy
         assert policy is not None
         decision = policy.decide(call.name, access, self.setup.workspace)
-        asked = f"Code Mode: {summary}" if code_mode else summary
+        question = f"Code Mode: {summary}" if code_mode else summary
         allowed = decision == "allow" or (
-            decision == "ask" and await self.setup.approvals.request(asked)
+            decision == "ask"
+            and await self.setup.approvals.request(
+                question, Asked(call.name, access, call.arguments)
+            )
         )
         if not allowed:
             return ToolOutcome(False, "The user did not allow this action.", f"denied: {summary}")

@@ -6,6 +6,8 @@ session attached by any process is skipped and a concurrent open cannot race the
 under the leases the file is checked again, unlinked, then its lock files, then the leases
 are released. Whoever later locks an unlinked lock file finds the session missing.
 `scan` reads what a person needs to see (`sessions list`); its prompt text is redacted.
+`latest_for` finds the session last active in a workspace (`exec --continue`) by the `cwd` of
+each file's header, newest first, and reads nothing past a header.
 
 What it must never do: delete or follow a symlink, delete a non-regular file, another user's
 file, or a file whose name is not `<valid session id>.jsonl`; create the sessions directory;
@@ -159,6 +161,15 @@ def scan(directory: Path) -> list[StoredSession]:
         for session_id, info in _session_files(directory)
     ]
     return sorted(found, key=lambda s: (-s.mtime_ns, s.session_id))
+
+
+def latest_for(directory: Path, cwd: str) -> str | None:
+    """The ID of the nonempty stored session last active in canonical `cwd` (as its header
+    names it); None when there is none."""
+    for stored in scan(directory):  # most recent first
+        if stored.durable and stored.cwd is not None and os.path.realpath(stored.cwd) == cwd:
+            return stored.session_id
+    return None
 
 
 def _head(path: Path, session_id: str) -> tuple[str | None, bool, str | None]:
