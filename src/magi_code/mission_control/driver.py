@@ -81,7 +81,8 @@ class LaunchError(Exception):
 
     def explain(self) -> str:
         detail = f" ({self.detail})" if self.detail else ""
-        hint = HINTS.get(self.code)
+        # A detail that names the command to run (an MCP login) is the advice itself.
+        hint = None if "`magi-code " in self.detail else HINTS.get(self.code)
         return f"magi-code: startup failed: {self.code}{detail}" + (f"\n  {hint}" if hint else "")
 
 
