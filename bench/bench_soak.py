@@ -100,7 +100,7 @@ async def soak(constant: bool) -> None:
             )
             if constant:
                 setup.provider = Constant()
-            journal = SessionJournal(attachment, path)
+            journal = SessionJournal(attachment)
             started, started_cpu = time.perf_counter(), time.process_time()
             finished = await run_turn(setup, journal, counting, TurnControl(), f"question {turn}")
             times.append(time.perf_counter() - started)

@@ -40,8 +40,10 @@ PREFIX = "fixture:"
 
 
 def script_and_round(request: ModelRequest) -> tuple[list[dict[str, Any]] | None, int]:
-    last_user = max(
-        (i for i, item in enumerate(request.items) if isinstance(item, UserText)), default=-1
+    items = request.items
+    # from the end: a turn's own items follow its prompt, the history before it is not looked at
+    last_user = next(
+        (i for i in range(len(items) - 1, -1, -1) if isinstance(items[i], UserText)), -1
     )
     if last_user < 0:
         return None, 0
@@ -50,12 +52,12 @@ def script_and_round(request: ModelRequest) -> tuple[list[dict[str, Any]] | None
     rounds = 1 + max(
         (
             int(item.call_id.split("-")[1])
-            for item in request.items[last_user + 1 :]
+            for item in items[last_user + 1 :]
             if isinstance(item, ToolCall) and item.call_id.startswith("call-")
         ),
         default=-1,
     )
-    prompt = cast(UserText, request.items[last_user]).text
+    prompt = cast(UserText, items[last_user]).text
     if not prompt.startswith(PREFIX):
         return None, rounds
     try:
