@@ -1,11 +1,23 @@
-"""The fixture provider finds its script from the end of the request: a turn's prompt and the
-calls after it, never the history before the prompt (issue 19.8: that scan grew every turn)."""
+"""The fixture provider's work per request does not grow with the history (issue 19.8): it
+finds its script from the end of the request (the prompt and the calls after it), and sizes
+the request for its usage figure by what was added since the last request."""
 
 import json
 from collections.abc import Sequence
 from typing import overload
 
-from magi_code.providers.base import AssistantText, Item, ModelRequest, ToolCall, UserText
+import pytest
+
+from magi_code.prefixes import Growing
+from magi_code.providers import fixture
+from magi_code.providers.base import (
+    AssistantText,
+    Item,
+    ModelRequest,
+    ToolCall,
+    ToolResult,
+    UserText,
+)
 from magi_code.providers.fixture import script_and_round
 
 
@@ -41,3 +53,29 @@ def test_the_script_is_found_without_reading_the_history_before_the_prompt() -> 
     found, rounds = script_and_round(ModelRequest("m", "", items))
     assert found == script and rounds == 1
     assert items.read == {prompt, prompt + 1}
+
+
+def test_a_request_is_measured_by_what_it_added_to_the_last(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    history: Growing[Item] = Growing()
+    measured: list[Item] = []
+    plain = fixture.item_chars
+
+    def counted(item: Item) -> int:
+        measured.append(item)
+        return plain(item)
+
+    monkeypatch.setattr(fixture, "item_chars", counted)
+    request_chars = fixture.RequestChars()
+    for turn in range(300):
+        history.append(UserText(f"question {turn}"))
+        reply = [AssistantText("é" * turn), ToolCall("c", "t", "{}"), ToolResult("c", "out")]
+        items = history.prefix(reply)
+        measured.clear()
+        assert request_chars(items) == sum(map(plain, items))
+        assert len(measured) <= 2 + len(reply)  # the last answer, then this turn: no more
+        history.append(AssistantText(f"answer {turn}"))
+    history[0] = UserText("changed")  # a changed item (a new list): measured afresh from it
+    assert request_chars(history.prefix()) == sum(map(plain, history))
+    assert request_chars((UserText("ab"),)) == 2  # a plain tuple is measured whole
