@@ -34,7 +34,6 @@ from magi_code.debug import absorbed
 from magi_code.providers.base import (
     AssistantText,
     Completed,
-    Item,
     ModelRequest,
     Provider,
     ProviderError,
@@ -79,7 +78,7 @@ class Journal(Protocol):
     def append(self, record: dict[str, Any], *, fsync: bool) -> None: ...  # raises OSError
     def acknowledge(self, stored_message_id: str) -> tuple[str, str]: ...  # id, revision
     def revision(self) -> str | None: ...  # a fresh revision after the run, None if none
-    def replay(self) -> list[Item]: ...
+    def replay(self) -> compaction.SizedItems: ...
     def compaction_due(self) -> bool: ...  # the history nears its budget: compact once
     def history_warning(self) -> Diagnostic | None: ...  # after revision(): near a bound
     def starts_attachment(self) -> bool: ...  # True for the attachment's first run here
@@ -218,7 +217,7 @@ class Turn:
             finished = await self.finish(outcome, error)
         return finished
 
-    async def loop(self, items: list[Item]) -> None:
+    async def loop(self, items: compaction.SizedItems) -> None:
         specs = tuple(
             ToolSpec(t.name, t.description, t.parameters) for t in self.setup.tools.values()
         )
@@ -236,10 +235,12 @@ class Turn:
                 items.append(call)
                 items.append(await self.call_tool(call))
 
-    async def stream(self, items: list[Item], specs: tuple[ToolSpec, ...]) -> list[ToolCall]:
+    async def stream(
+        self, items: compaction.SizedItems, specs: tuple[ToolSpec, ...]
+    ) -> list[ToolCall]:
         self.segment = Segment(new_id())
         request = ModelRequest(
-            self.setup.model, self.setup.instructions, tuple(items), specs, self.setup.thinking
+            self.setup.model, self.setup.instructions, items.frozen(), specs, self.setup.thinking
         )
         self.counted = len(items)
         calls: list[ToolCall] = []
@@ -323,7 +324,7 @@ class Turn:
 
     # ---- compaction ------------------------------------------------------------------------
 
-    async def compact(self, items: list[Item]) -> list[Item]:
+    async def compact(self, items: compaction.SizedItems) -> compaction.SizedItems:
         """Replace what came before this turn's prompt with a summary the model writes. A
         failed summary leaves the items as they were: the run goes on uncompacted."""
         keep = max(i for i, item in enumerate(items) if isinstance(item, UserText))
@@ -364,7 +365,7 @@ class Turn:
         await self.emit.critical(
             Activity(activity_id, "compaction", "completed", name, f"Summarized {keep} items")
         )
-        return [compaction.summary_item(summary), *items[keep:]]
+        return compaction.SizedItems.measured([compaction.summary_item(summary), *items[keep:]])
 
     # ---- tools -----------------------------------------------------------------------------
 
