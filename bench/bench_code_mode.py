@@ -96,7 +96,7 @@ async def measure(workspace: Path, home: Path, latency_s: float) -> dict[str, tu
                 admitted, (None, None, None), attachment.session_id, "r", ApprovalBroker(_deny)
             )
             provider = setup.provider = Counted(setup.provider, latency_s)
-            journal = SessionJournal(attachment, store.path_of(attachment.session_id))
+            journal = SessionJournal(attachment)
             began = time.perf_counter()
             finished = await run_turn(setup, journal, Quiet(), TurnControl(), prompt)
             times.append(time.perf_counter() - began)

@@ -8,11 +8,11 @@ revision; then reopens the session as a fresh attachment would. Target: turn tim
 flat within 10% between compactions, no cliff (before issue 19.8 the 10,000-part budget was
 passed near turn 3,075 and each later turn re-read the whole file).
 
-Run twice: with the built-in fixture provider, which looks at every replayed item of each
-request (finding its script, estimating usage), a cost that grows with the history as a real
-provider's does by sending it; and with a constant provider that answers "ok" without
-looking, which isolates the runner's and the session's own cost per turn. Each run is its own
-process, so that its RSS is its own.
+Run twice: with the built-in fixture provider (it finds its script from the end of the
+request and sizes the request for its usage figure by what the turn added: a real provider
+would send the whole history, which no change here can make flat); and with a constant
+provider that answers "ok" without looking, which isolates the runner's and the session's own
+cost per turn. Each run is its own process, so that its RSS is its own.
 """
 
 import os
@@ -100,7 +100,7 @@ async def soak(constant: bool) -> None:
             )
             if constant:
                 setup.provider = Constant()
-            journal = SessionJournal(attachment, path)
+            journal = SessionJournal(attachment)
             started, started_cpu = time.perf_counter(), time.process_time()
             finished = await run_turn(setup, journal, counting, TurnControl(), f"question {turn}")
             times.append(time.perf_counter() - started)

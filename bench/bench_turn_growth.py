@@ -6,10 +6,10 @@ history (PREFILL_TURNS prior turns with REPLY_BYTES replies, written directly as
 then opened), and their ratio; and the time to open the pre-filled session (a full read).
 Target: the pre-filled session within 2x of the fresh one.
 
-Two providers: the built-in fixture, whose usage estimate stringifies every replayed item
-(a cost proportional to the history that a real provider pays too, by sending it), and a
-constant one that answers "ok" without looking at the request, which isolates the runner's
-and the session's own bookkeeping.
+Two providers: the built-in fixture, whose usage estimate measures what each request added
+to the last (a real provider pays for the whole history, by sending it), and a constant one
+that answers "ok" without looking at the request, which isolates the runner's and the
+session's own bookkeeping.
 """
 
 import os
@@ -100,7 +100,7 @@ async def median_turn(
         )
         if constant:
             setup.provider = Constant()
-        journal = SessionJournal(attachment, store.path_of(attachment.session_id))
+        journal = SessionJournal(attachment)
         finished = await run_turn(setup, journal, quiet, TurnControl(), PROMPT)
         assert finished.outcome == "completed" and finished.revision is not None
         times.append(time.perf_counter() - started)

@@ -15,13 +15,18 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from magi_code.config.trust import Dropped
+    from magi_code.mission_control.driver import Launch
 
 USAGE = """usage:
-  magi-code                      Mission Control (needs a terminal)
-  magi-code --prompt TEXT        run one prompt (needs a terminal)
-  magi-code --agent NAME [--prompt TEXT]   the same with agent profile NAME
+  magi-code [OPTIONS]            Mission Control (needs a terminal)
+  magi-code resume [ID] [OPTIONS]  continue a stored session (a picker without ID)
+  magi-code --prompt TEXT        run one prompt in Mission Control and exit with its outcome
+  options: --continue (the latest session of this workspace), --model NAME, --provider NAME,
+           --agent NAME (agent profile), --approval-mode ask|edits|full, --version, -h/--help
   magi-code context [--agent NAME]         what the model is told, redacted, with sources
   magi-code serve --stdio        the local-agent protocol over inherited pipes
+  magi-code exec [--json] [PROMPT | -]   one prompt for scripts and CI (exec --help)
+  magi-code acp                  an Agent Client Protocol agent over stdio, for editors
   magi-code login | logout | models [--refresh] [--json]
   magi-code trust [PATH] | untrust [PATH]   (un)list a folder in the global trusted_projects
   magi-code mcp list [--probe] | add | remove | approve | digest | login | logout
@@ -44,12 +49,39 @@ def is_pipe(fd: int) -> bool:
         return False
 
 
+def wants_help(args: list[str]) -> bool:
+    """-h/--help anywhere but as the text of --prompt; `serve` takes it only alone, and `mcp`
+    answers it itself."""
+    if args[:1] == ["serve"]:
+        return args[1:] in (["-h"], ["--help"])
+    if args[:1] == ["mcp"]:
+        return False  # the mcp commands answer -h/--help with their own usage
+    words = [w for i, w in enumerate(args) if i == 0 or args[i - 1] != "--prompt"]
+    return "-h" in words or "--help" in words
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if wants_help(args):
+        sys.stdout.write(USAGE)
+        return 0
+    if args == ["--version"]:
+        from importlib.metadata import version
+
+        print(f"magi-code {version('magi-code')}")
+        return 0
     if "--app" in args or args[:1] == ["daemon"]:
         return refuse("the --app and daemon forms are no longer supported")
     if args[:1] == ["serve"]:
         return serve(args[1:])
+    if args[:1] == ["exec"]:
+        from magi_code.exec import run_and_exit
+
+        run_and_exit(args[1:])
+    if args == ["acp"]:
+        from magi_code.acp.main import run as acp_run
+
+        return acp_run()
     if args[:1] in (["login"], ["logout"], ["models"]):
         return provider_command(args[0], args[1:])
     if args[:1] == ["sessions"]:
@@ -60,18 +92,55 @@ def main(argv: list[str] | None = None) -> int:
         from magi_code.mcp.commands import main as mcp_command
 
         return mcp_command(args[1:])
-    agent, args = agent_option(args)
+    agent, rest = agent_option(args)
     if agent == "":
         return refuse("--agent needs a profile name")
-    if args == ["context"]:
+    if rest == ["context"]:
         return context_command(agent)
-    if args == [] or (len(args) == 2 and args[0] == "--prompt"):
-        if not (sys.stdin.isatty() and sys.stdout.isatty()):
-            return refuse("Mission Control and --prompt need a terminal; use serve --stdio")
-        from magi_code.mission_control.console import run
+    launch = mission_control_options(args)
+    if launch is None:
+        return refuse("unknown arguments")
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return refuse("Mission Control and --prompt need a terminal; use serve --stdio")
+    from magi_code.mission_control.console import run
 
-        return run(args[1] if args else None, agent)
-    return refuse("unknown arguments")
+    return run(launch)
+
+
+VALUED = {"--prompt": "prompt", "--model": "model", "--provider": "provider", "--agent": "agent"}
+APPROVAL_MODES = ("ask", "edits", "full")
+
+
+def mission_control_options(args: list[str]) -> Launch | None:
+    """Mission Control's argv -> a Launch; None when malformed (each option at most once)."""
+    from magi_code.mission_control.driver import Launch
+
+    fields: dict[str, object] = {}
+    words = iter(args)
+    if args[:1] == ["resume"]:
+        next(words)
+        fields["resume"] = ""
+        if len(args) > 1 and not args[1].startswith("-"):
+            fields["resume"] = next(words)
+    for word in words:
+        name, equals, inline = word.partition("=")
+        if word == "--continue" and "continue_latest" not in fields:
+            fields["continue_latest"] = True
+        elif name in VALUED and VALUED[name] not in fields:
+            value = inline if equals else next(words, None)
+            if value is None or (name != "--prompt" and not value):
+                return None
+            fields[VALUED[name]] = value
+        elif name == "--approval-mode" and "approval_mode" not in fields:
+            value = inline if equals else next(words, None)
+            if value not in APPROVAL_MODES:
+                return None
+            fields["approval_mode"] = value
+        else:
+            return None
+    if "resume" in fields and "continue_latest" in fields:
+        return None
+    return Launch(**fields)  # type: ignore[arg-type]
 
 
 def agent_option(args: list[str]) -> tuple[str | None, list[str]]:
@@ -263,6 +332,7 @@ def list_sessions(directory: Path, *, as_json: bool) -> int:
             "size": stored.size,
             "state": "invalid" if stored.invalid else "durable" if stored.durable else "empty",
             "attached": stored.attached,
+            "cwd": stored.cwd,
             "first_prompt": stored.first_prompt,
         }
         for stored in scan(directory)
@@ -274,7 +344,7 @@ def list_sessions(directory: Path, *, as_json: bool) -> int:
         attached = "attached" if row["attached"] else "detached"
         print(
             f"{row['session_id']}  {row['last_activity']}  {row['size']:>9} B  "
-            f"{row['state']:<7}  {attached:<8}  {row['first_prompt'] or '-'}"
+            f"{row['state']:<7}  {attached:<8}  {row['cwd'] or '-'}  {row['first_prompt'] or '-'}"
         )
     print(f"{len(rows)} sessions")
     return 0

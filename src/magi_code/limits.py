@@ -52,6 +52,9 @@ ACTIVITY_INTERNAL_ID_BYTES = 1024
 SUMMARY_BYTES = 1024
 APPROVAL_EXPIRY_MS = 60_000
 
+# ACP (`magi-code acp`): one JSON-RPC message, as a line on stdin
+ACP_MESSAGE_BYTES = 1024 * 1024
+
 # Providers (melchior.md, "Provider response boundaries")
 ERROR_BODY_BYTES = 64 * 1024
 ERROR_BODY_DEADLINE_S = 10.0
@@ -106,3 +109,12 @@ MELCHIOR_START_MS = 5000  # `melchior serve` says `listening` within this, or is
 MELCHIOR_TOOL_MS = 15_000  # one `melchior tool`/`fork` exec
 PEER_INBOX = 64  # peer messages queued for the next turn boundary; older ones are dropped
 PEER_TEXT_BYTES = 8 * 1024  # one peer message as the model is shown it
+
+# Mission Control (the terminal face)
+UI_FRAME_MS = 50  # streamed text reaches the screen at most this often (20 frames a second)
+UI_YIELD_MS = 8  # a provider stream gives the screen a turn at least this often
+UI_STREAM_MARKDOWN_CHARS = 8000  # a streaming reply is Markdown up to here, then plain pages
+UI_PAGE_CHARS = 2000  # one plain page of a long streaming reply (only the last one rewraps)
+APPROVAL_ARM_MS = 300  # keys arriving sooner after an approval opens never answer it
+QUIT_CONFIRM_MS = 2000  # a second Ctrl-C at an empty prompt within this quits
+INPUT_HISTORY_PROMPTS = 200  # prompts Up/Down can recall, newest sessions of this workspace

@@ -9,12 +9,12 @@ import time
 from pathlib import Path
 
 import pytest
-from test_console import prompt, run_in_pty
 
 from magi_code.client import ErrorResponse, LocalAgentClient, environment
 from magi_code.redact import REDACTED
 from magi_code.sessions.chunking import dumps
 from magi_code.sessions.retention import DAY_NS
+from mission_control.terminal import prompt, run_in_pty
 
 SECOND, HOUR = 10**9, 3600 * 10**9
 SECRET = "ghp_" + "Zq9" * 10
@@ -148,10 +148,12 @@ def test_list_redacts_the_first_prompt(home: Path, cwd: Path) -> None:
     assert rows[1]["first_prompt"] == f"use token {REDACTED} now"
     assert rows[2]["first_prompt"] == "x" * 79 + "…"
     assert rows[0]["first_prompt"] is None
+    assert [r["cwd"] for r in rows] == [None, str(cwd), str(cwd)]  # the workspace of each
     assert rows[1]["size"] == (home / "sessions" / "secret.jsonl").stat().st_size
     lines = text.stdout.split("\n")
     assert lines[-2:] == ["3 sessions", ""]
     assert lines[2].startswith("plain  ") and " attached " in lines[2]
+    assert f"  {cwd}  x" in lines[2]
     assert lines[0].split()[:5] == ["empty", rows[0]["last_activity"], "0", "B", "empty"]
 
 

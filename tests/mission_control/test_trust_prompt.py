@@ -5,9 +5,10 @@ import json
 import tomllib
 from pathlib import Path
 
-from test_console import prompt, run_in_pty
+from mission_control.terminal import prompt, run_in_pty
 
 QUESTION = b"choice [t/c/Q]: "
+READY = b"idle"  # the status line once Mission Control is up
 SHELL = {"name": "shell", "arguments": {"command": "echo ran > ran.txt"}}
 
 
@@ -30,11 +31,11 @@ def trusted(home: Path) -> list[str]:
 
 def test_trust_is_asked_and_recorded(tmp_path: Path) -> None:
     work, home, _ = folders(tmp_path)
-    code, out = run_in_pty([], work, home, {QUESTION: b"t\n", b"> ": b"\x04"})
+    code, out = run_in_pty([], work, home, {QUESTION: b"t\n", READY: b"\x04"})
     assert code == 0, out
     assert out.count(QUESTION) == 1 and b"ignored" not in out
     assert trusted(home) == [str(work)]
-    code, out = run_in_pty([], work, home, {b"> ": b"\x04"})  # asked once: not again
+    code, out = run_in_pty([], work, home, {READY: b"\x04"})  # asked once: not again
     assert code == 0 and QUESTION not in out
 
 
@@ -48,7 +49,7 @@ def test_quit_starts_nothing_and_records_nothing(tmp_path: Path) -> None:
 def test_continue_without_them_warns_and_keeps_asking(tmp_path: Path) -> None:
     work, home, project = folders(tmp_path)
     code, out = run_in_pty(
-        [], work, home, {QUESTION: b"c\n", b"> ": b'fixture:[{"text": "hi"}]\n', b"hi": b"\x04"}
+        [], work, home, {QUESTION: b"c\n", READY: b'fixture:[{"text": "hi"}]\r', b" hi": b"\x04"}
     )
     assert code == 0, out
     warning = f"ignored permissions.default_shell from {project}".encode()
@@ -59,9 +60,9 @@ def test_continue_without_them_warns_and_keeps_asking(tmp_path: Path) -> None:
 def test_one_shot_never_asks_and_keeps_the_shell_asking(tmp_path: Path) -> None:
     work, home, project = folders(tmp_path)
     script = prompt({"tools": [SHELL]}, {"text": "done"})
-    code, out = run_in_pty(["--prompt", script], work, home, {b"[y/N]": b"n\n"})
+    code, out = run_in_pty(["--prompt", script], work, home, {b"Allow: run a command?": b"n"})
     assert code == 0, out
-    assert QUESTION not in out and b"[y/N]" in out
+    assert QUESTION not in out and b"Allow: run a command?" in out
     assert out.count(f"ignored permissions.default_shell from {project}".encode()) == 1
     assert not (work / "ran.txt").exists()
 
@@ -75,5 +76,5 @@ def test_one_shot_in_a_trusted_folder_runs_the_shell_unasked(tmp_path: Path) -> 
     script = prompt({"tools": [SHELL]}, {"text": "done"})
     code, out = run_in_pty(["--prompt", script], work, home, {})
     assert code == 0, out
-    assert b"[y/N]" not in out and b"ignored" not in out
+    assert b"Allow:" not in out and b"ignored" not in out
     assert (work / "ran.txt").read_text() == "ran\n"

@@ -33,7 +33,7 @@ async def run(
     workspace: Path, program: str, call: Call = echo, **tool_options: float
 ) -> ToolOutcome:
     tool = CodeTool(("echo", "ping"), **tool_options)  # type: ignore[arg-type]
-    ctx = ToolContext(workspace, ENV, Bridge(("echo", "ping"), call))
+    ctx = ToolContext(workspace, ENV, bridge=Bridge(("echo", "ping"), call))
     return await tool.run(tool.parse(json.dumps({"program": program})), ctx)
 
 
@@ -73,7 +73,7 @@ async def test_a_program_that_loops_forever_is_stopped_by_its_wall_clock(tmp_pat
     began = time.monotonic()
     tool = CodeTool(("echo",))
     args = tool.parse(json.dumps({"program": "while True:\n    pass", "timeout": 0.5}))
-    outcome = await tool.run(args, ToolContext(tmp_path, ENV, Bridge(("echo",), echo)))
+    outcome = await tool.run(args, ToolContext(tmp_path, ENV, bridge=Bridge(("echo",), echo)))
     assert time.monotonic() - began < 3
     assert not outcome.ok
     assert outcome.output.startswith(

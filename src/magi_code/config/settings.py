@@ -29,9 +29,19 @@ DEFAULTS: dict[str, Any] = {
     "providers": {
         "fixture": {"wire_api": "fixture", "models": ["fixture-model"]},
         # Built-in presets: where credentials stored for these names may be sent.
-        "openai": {"wire_api": "openai-responses", "base_url": "https://api.openai.com/v1"},
-        "anthropic": {"wire_api": "anthropic", "base_url": "https://api.anthropic.com/v1"},
+        "openai": {
+            "wire_api": "openai-responses",
+            "base_url": "https://api.openai.com/v1",
+            "api_key_env": "OPENAI_API_KEY",
+        },
+        "anthropic": {
+            "wire_api": "anthropic",
+            "base_url": "https://api.anthropic.com/v1",
+            "api_key_env": "ANTHROPIC_API_KEY",
+        },
         "codex": {"wire_api": "codex", "base_url": "https://chatgpt.com/backend-api/codex"},
+        # A local Ollama at its default address: keyless, as every loopback server may be.
+        "ollama": {"wire_api": "openai-chat", "base_url": "http://localhost:11434/v1"},
     },
 }
 

@@ -283,7 +283,7 @@ class LocalRuntime:
                     "session_id": attachment.session_id,
                     "durable": attachment.durable,
                     "revision": attachment.history.revision,
-                    "notices": agents.notices,
+                    "notices": [],  # the spec's create has none; agents' go to the first turn
                 },
             )
 
@@ -311,7 +311,6 @@ class LocalRuntime:
 
         def done(opened: tuple[Attachment, list[str], SessionAgents]) -> None:
             attachment, notices, agents = opened
-            notices = [*notices, *agents.notices]
             saved, admitted = attachment.selection, self.admitted
             if saved is not None and "saved_selection_unavailable" not in notices:
                 self.provider, self.model = saved.provider, saved.model
@@ -478,14 +477,9 @@ class RunEmitter:
         self.channel, self.session_id, self.run_id = channel, session_id, run_id
 
     def item(self, event: RunEvent) -> Item:
-        from magi_code.runner.events import EVENT_NAMES
+        from magi_code.runner.event_data import event_data
 
-        # Run events are flat dataclasses: their fields are the event's data.
-        return EVENT_NAMES[type(event)], {
-            "session_id": self.session_id,
-            "run_id": self.run_id,
-            **vars(event),
-        }
+        return event_data(event, self.session_id, self.run_id)
 
     def delta(self, event: MessageDelta) -> None:
         self.channel.offer_delta(self.item(event))

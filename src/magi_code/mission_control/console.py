@@ -1,106 +1,30 @@
-"""The terminal face: one prompt (`--prompt TEXT`) or a line-by-line session (`magi-code`).
+"""Mission Control's entry: the pre-UI startup, the session to attach, then the Textual app.
 
-It drives the same runner as the local agent: admitted startup, the retention sweep of expired
-sessions (sessions/retention.py; interactive startup only), a session from the store,
-`run_turn` with an emitter that writes to the terminal. Replies stream to stdout; tool
-activity, approvals and diagnostics go to stderr; an approval is answered at the terminal
-(y/N, default deny). EOF or Ctrl-C ends the session; a turn cut short is recorded as such.
-
-Folder trust: on start in an untrusted folder that holds project definitions (settings,
-agents, skills, hooks, MCP), the line-by-line session asks once, before startup: trust (recorded
-in the global settings), continue without them, or quit. `--prompt` never asks. Each project
-key the folder's trust drops is named in one warning on stderr.
+Order: the folder-trust question (below; asked once, on the plain terminal, in an untrusted
+folder holding project definitions; `--prompt` never asks) -> `driver.startup` (admitted
+snapshot, retention sweep), its dropped-key warnings and context notices printed on stderr
+-> the command line's selection and session (`--model`, `--provider`, `--continue`,
+`resume ID`) -> the app, inline in the terminal. A startup failure is one short explanation
+on stderr and exit 1: what is wrong and what to run or edit, never a traceback or a secret.
+Textual is imported here and below only, never on the `serve --stdio` or `exec` paths.
 """
 
 import os
 import sys
-import time
-from pathlib import Path
 
-import anyio
-
-from magi_code.runner.entry import start_turn
-from magi_code.runner.events import (
-    Activity,
-    Diagnostic,
-    MessageDelta,
-    MessageReconcile,
-    RunEvent,
-    RunFinished,
-)
-from magi_code.runner.startup import Admitted, StartupError, admit
-from magi_code.runner.turn import TurnControl
-from magi_code.sessions import Attachment, Selection, SessionStore
-from magi_code.sessions.retention import auto_prune
-from magi_code.tools.approvals import ApprovalBroker
+from magi_code.mission_control.driver import Driver, Launch, LaunchError, startup
+from magi_code.sessions import SessionError
 
 
-class ConsoleEmitter:
-    def __init__(self) -> None:
-        self.shown: dict[str, str] = {}  # message_id -> text already on screen
-        self.asked, self.questions = anyio.create_memory_object_stream[str](16)
+def banner(driver: Driver) -> str:
+    from importlib.metadata import version
 
-    def delta(self, event: MessageDelta) -> None:
-        self.shown[event.message_id] = self.shown.get(event.message_id, "") + event.text
-        sys.stdout.write(event.text)
-        sys.stdout.flush()
-
-    async def critical(self, event: RunEvent) -> None:
-        if isinstance(event, MessageReconcile):
-            shown = self.shown.get(event.message_id, "")
-            if event.part == 0 and event.text.startswith(shown):
-                sys.stdout.write(event.text[len(shown) :])  # only what deltas missed
-            elif event.part == 0:
-                sys.stdout.write("\n" + event.text)
-            else:
-                sys.stdout.write(event.text)
-            if event.last_part:
-                sys.stdout.write("\n")
-            sys.stdout.flush()
-        elif isinstance(event, Activity):
-            print(f"  [{event.name} {event.state}] {event.summary}", file=sys.stderr)
-        elif isinstance(event, Diagnostic):
-            print(f"  ! {event.summary}", file=sys.stderr)
-        elif isinstance(event, RunFinished) and event.outcome != "completed":
-            print(f"  ({event.outcome}: {event.error_code or 'stopped'})", file=sys.stderr)
-
-    async def announce(self, approval_id: str, summary: str, expires_in_ms: int) -> None:
-        del expires_in_ms
-        print(f"  ? allow: {summary} [y/N] ", end="", file=sys.stderr, flush=True)
-        await self.asked.send(approval_id)
-
-
-class Console:
-    def __init__(self, admitted: Admitted, attachment: Attachment, store: SessionStore) -> None:
-        self.admitted, self.attachment, self.store = admitted, attachment, store
-
-    async def turn(self, prompt: str) -> RunFinished:
-        emitter = ConsoleEmitter()
-        control = TurnControl()
-        broker = ApprovalBroker(emitter.announce)
-        selection = (self.admitted.provider, self.admitted.model, self.admitted.thinking)
-        async with anyio.create_task_group() as group:
-            group.start_soon(self.answer_approvals, broker, emitter)
-            try:
-                finished = await start_turn(
-                    self.admitted,
-                    self.attachment,
-                    selection,
-                    prompt,
-                    run_id=os.urandom(16).hex(),
-                    emitter=emitter,
-                    control=control,
-                    approvals=broker,
-                )
-            finally:
-                group.cancel_scope.cancel()
-        await emitter.critical(finished)
-        return finished
-
-    async def answer_approvals(self, broker: ApprovalBroker, emitter: ConsoleEmitter) -> None:
-        async for approval_id in emitter.questions:
-            line = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
-            broker.answer(approval_id, line.strip().lower() in ("y", "yes"))
+    session = driver.attachment.session_id if driver.attachment else "new"
+    trust = "trusted" if driver.admitted.trusted else "not trusted"
+    return (
+        f"magi-code {version('magi-code')} · {driver.provider}/{driver.model} · "
+        f"workspace {driver.admitted.cwd} ({trust}) · session {session}"
+    )
 
 
 TRUST_QUESTION = (
@@ -111,6 +35,10 @@ TRUST_QUESTION = (
     "  [q] quit\n"
     "choice [t/c/Q]: "
 )
+
+
+class Quit(Exception):
+    """The person chose to quit before startup."""
 
 
 def ask_trust(cwd: str, mc_home: str) -> bool:
@@ -135,45 +63,69 @@ def ask_trust(cwd: str, mc_home: str) -> bool:
     return answer in ("c", "continue")
 
 
-async def main_async(prompt: str | None, agent: str | None = None) -> int:
+def prepare(launch: Launch, env: dict[str, str]) -> Driver:
+    """Everything before the screen; raises LaunchError, or Quit at the trust question."""
     from magi_code.config import paths
 
     cwd = os.path.realpath(os.getcwd())
-    if prompt is None and not ask_trust(cwd, paths.resolve_home(os.environ)):
-        return 1
-    try:
-        admitted = admit(cwd, dict(os.environ), agent=agent)
-    except StartupError as failed:
-        detail = f" ({failed.detail})" if failed.detail else ""
-        print(f"magi-code: startup failed: {failed.code}{detail}", file=sys.stderr)
-        return 1
+    if launch.prompt is None and not ask_trust(cwd, paths.resolve_home(env)):
+        raise Quit
+    admitted, pruned = startup(cwd, env, launch.agent)
     for dropped in admitted.dropped:
         print(f"magi-code: {dropped.warning()}", file=sys.stderr)
     for notice in admitted.notices:
         print(f"magi-code: {notice}", file=sys.stderr)
-    pruned = auto_prune(admitted.paths.home, admitted.settings, time.time_ns())
-    if pruned:
-        print(f"magi-code: removed {len(pruned)} expired sessions", file=sys.stderr)
-    store = SessionStore(Path(admitted.paths.home))
-    selection = Selection(admitted.provider, admitted.model, admitted.thinking)
-    attachment = store.create(admitted.cwd, selection)
-    console = Console(admitted, attachment, store)
+    driver = Driver(admitted)
+    if admitted.dropped:
+        driver.notices.append(
+            f"{len(admitted.dropped)} project setting(s) ignored in this untrusted folder, "
+            "listed above; `magi-code trust` trusts it"
+        )
+    if admitted.notices:
+        driver.notices.append(f"{len(admitted.notices)} context notice(s), listed above")
     try:
-        if prompt is not None:
-            finished = await console.turn(prompt)
-            return 0 if finished.outcome == "completed" else 1
-        while True:
-            line = await anyio.to_thread.run_sync(lambda: input("> "), abandon_on_cancel=True)
-            if line.strip():
-                await console.turn(line)
-    except (EOFError, KeyboardInterrupt):
-        print(file=sys.stderr)
-        return 0
+        driver.grants.mode = launch.approval_mode
+        resume = launch.resume
+        if launch.continue_latest:
+            resume = driver.latest_here()
+            if resume is None:
+                driver.notices.append("No earlier session in this workspace: a new one starts.")
+        if resume:
+            try:
+                driver.notices += driver.open_session(resume)
+            except SessionError as failed:
+                raise LaunchError(failed.code, "the session to resume cannot be opened") from None
+        if launch.provider or launch.model:  # the command line wins over a saved selection
+            driver.select(launch.provider, launch.model)
+        elif not driver.available(driver.provider, driver.model):
+            raise LaunchError("model_unknown", "the `model` setting names no model of its provider")
+        if pruned:
+            driver.notices.append(f"magi-code: removed {pruned} expired sessions")
+    except BaseException:
+        driver.close()
+        raise
+    return driver
+
+
+def run(launch: Launch) -> int:
+    try:
+        driver = prepare(launch, dict(os.environ))
+    except LaunchError as failed:
+        print(failed.explain(), file=sys.stderr)
+        return 1
+    except Quit:
+        return 1
+    from magi_code.mission_control.app import MissionControl
+
+    app = MissionControl(driver, launch.prompt, banner(driver), pick_session=launch.resume == "")
+    try:
+        code = app.run(inline=True)
     finally:
-        if admitted.mcp is not None:
-            admitted.mcp.close()
-        attachment.close()
+        driver.close()
+    if app.transcript:
+        from rich.console import Console
 
-
-def run(prompt: str | None, agent: str | None = None) -> int:
-    return anyio.run(main_async, prompt, agent)
+        scrollback = Console()
+        for shown in app.transcript:
+            scrollback.print(shown)
+    return 1 if code is None else code

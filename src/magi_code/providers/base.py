@@ -5,7 +5,7 @@ streams. Providers raise `ProviderError` with a closed code; its text never carr
 a URL with credentials, or a token.
 """
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -52,7 +52,7 @@ class ToolSpec:
 class ModelRequest:
     model: str
     instructions: str
-    items: tuple[Item, ...]
+    items: Sequence[Item]  # immutable (a tuple, or a runner's shared prefix)
     tools: tuple[ToolSpec, ...] = ()
     thinking: str | None = None
     max_output_tokens: int | None = None

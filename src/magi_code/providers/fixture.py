@@ -20,11 +20,13 @@ Once the script is exhausted, a call answers "done.". A malformed script fails t
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from magi_code.prefixes import Prefix
 from magi_code.providers.base import (
     Completed,
+    Item,
     ModelRequest,
     ProviderError,
     ProviderErrorCode,
@@ -46,8 +48,10 @@ PREFIX = "fixture:"
 
 
 def script_and_round(request: ModelRequest) -> tuple[list[dict[str, Any]] | None, int]:
-    last_user = max(
-        (i for i, item in enumerate(request.items) if isinstance(item, UserText)), default=-1
+    items = request.items
+    # from the end: a turn's own items follow its prompt, the history before it is not looked at
+    last_user = next(
+        (i for i in range(len(items) - 1, -1, -1) if isinstance(items[i], UserText)), -1
     )
     if last_user < 0:
         return None, 0
@@ -56,12 +60,12 @@ def script_and_round(request: ModelRequest) -> tuple[list[dict[str, Any]] | None
     rounds = 1 + max(
         (
             int(item.call_id.split("-")[1])
-            for item in request.items[last_user + 1 :]
+            for item in items[last_user + 1 :]
             if isinstance(item, ToolCall) and item.call_id.startswith("call-")
         ),
         default=-1,
     )
-    prompt = cast(UserText, request.items[last_user]).text
+    prompt = cast(UserText, items[last_user]).text
     if not prompt.startswith(PREFIX):
         return None, rounds
     try:
@@ -74,16 +78,30 @@ def script_and_round(request: ModelRequest) -> tuple[list[dict[str, Any]] | None
     return expanded, rounds
 
 
-def request_chars(request: ModelRequest) -> int:
-    """A cheap size of the request: the characters of its texts, arguments and outputs."""
-    return sum(
-        len(
-            getattr(item, "text", "")
-            or getattr(item, "arguments", "")
-            or getattr(item, "output", "")
-        )
-        for item in request.items
+def item_chars(item: Item) -> int:
+    """The characters of an item's text, arguments or output."""
+    return len(
+        getattr(item, "text", "") or getattr(item, "arguments", "") or getattr(item, "output", "")
     )
+
+
+class RequestChars:
+    """A cheap size of a request (`item_chars` of every item) for its usage figure, kept for
+    the last request: a runner's next request is the same item objects plus a turn's, in a
+    shared list (prefixes.py), so it is measured by what it added. Items are frozen, so the
+    same object has the same size."""
+
+    def __init__(self) -> None:
+        self._items: Sequence[Item] = ()
+        self._sums = [0]  # characters of the first n items of `_items`, at index n
+
+    def __call__(self, items: Sequence[Item]) -> int:
+        kept = items.common_prefix(self._items) if isinstance(items, Prefix) else 0
+        del self._sums[kept + 1 :]
+        for item in items[kept:]:
+            self._sums.append(self._sums[-1] + item_chars(item))
+        self._items = items
+        return self._sums[-1]
 
 
 def split_text(text: str, parts: int) -> list[str]:
@@ -93,6 +111,9 @@ def split_text(text: str, parts: int) -> list[str]:
 
 class FixtureProvider:
     id = "fixture"
+
+    def __init__(self) -> None:
+        self._request_chars = RequestChars()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ProviderEvent]:
         import anyio
@@ -130,7 +151,8 @@ class FixtureProvider:
             )
         if step.get("hang"):
             await anyio.sleep_forever()
-        yield Usage(input_tokens=request_chars(request) // 4, output_tokens=len(text) // 4)
+        input_chars = self._request_chars(request.items)
+        yield Usage(input_tokens=input_chars // 4, output_tokens=len(text) // 4)
         yield Completed("tool_use" if step.get("tools") else "end_turn")
 
 

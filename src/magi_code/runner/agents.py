@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     from magi_code.tools.policy import Policy
 
 
+NOTICE_SUMMARIES = {
+    peers.UNAVAILABLE: "melchior could not start: this session works without peers or subagents.",
+}
 VOCABULARY_ENV = "MAGI_CODE_MELCHIOR_VOCABULARY"  # what the parent read, handed to a child
 
 
@@ -302,12 +305,18 @@ async def run_turn_with_peers(
     control: TurnControl,
     prompt: str,
 ) -> RunFinished:
-    """One turn with the session's peers: their messages delivered first, asks settled after."""
+    """One turn with the session's peers: their messages delivered first, asks settled after.
+    The session's notices (melchior could not start) are said once, as diagnostics at the end
+    of its first turn that started: the protocol's session results carry only restoration
+    notices."""
     from magi_code.runner.turn import run_turn
 
     melchior = agents.melchior if agents is not None else None
     if melchior is None:
-        return await run_turn(setup, journal, emit, control, prompt)
+        finished = await run_turn(setup, journal, emit, control, prompt)
+        if agents is not None and finished.persistence != "not_started":
+            await say_notices(agents, emit)
+        return finished
     asks = []
     for message in melchior.take():
         try:
@@ -329,6 +338,14 @@ async def run_turn_with_peers(
         else:
             melchior.move(task, "failed", finished.error_code or finished.outcome)
     return finished
+
+
+async def say_notices(agents: SessionAgents, emit: Emitter) -> None:
+    from magi_code.runner.events import Diagnostic
+
+    while agents.notices:
+        code = agents.notices.pop(0)
+        await emit.critical(Diagnostic(code, NOTICE_SUMMARIES.get(code, code)))
 
 
 def _final_text(journal: Journal) -> str:

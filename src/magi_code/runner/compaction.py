@@ -5,11 +5,14 @@ model writes, recorded as a `compaction` record so later turns replay from it.
 Token counts come from the provider's last usage figure plus a bytes/4 estimate of what was
 added since; without a usage figure, the whole request is estimated at bytes/4. A replay hands
 its items over as `SizedItems`, which know the size of what was replayed, so that estimate
-costs what a turn added, not the whole history, at every turn's first model call.
+costs what a turn added, not the whole history, at every turn's first model call; they share
+the replay's list rather than copy it (prefixes.py), and so does each request made of them.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import overload
 
+from magi_code.prefixes import Prefix
 from magi_code.providers.base import AssistantText, Item, ToolCall, ToolResult, Usage, UserText
 
 COMPACT_AT = 0.8  # share of the context window that triggers a compaction
@@ -32,13 +35,45 @@ def item_bytes(item: Item) -> int:
     return 0
 
 
-class SizedItems(list[Item]):
-    """A list of items that knows the total `item_bytes` of its first `sized` items. Items
-    may be appended; the first `sized` must not be replaced (a replay's owner only appends)."""
+class SizedItems(Sequence[Item]):
+    """Items that know the total `item_bytes` (`size`) of their first `sized` ones, which are
+    never replaced; a run appends what it adds after them."""
 
     def __init__(self, items: Sequence[Item], size: int) -> None:
-        super().__init__(items)
+        self._head = items if isinstance(items, Prefix) else Prefix(list(items), len(items))
+        self._added: list[Item] = []
         self.sized, self.size = len(items), size
+
+    @classmethod
+    def measured(cls, items: Sequence[Item]) -> "SizedItems":
+        return cls(items, sum(map(item_bytes, items)))
+
+    def append(self, item: Item) -> None:
+        self._added.append(item)
+
+    def frozen(self) -> Prefix[Item]:
+        """The items now, immutable (a request's), at the cost of what the run added."""
+        return self._head.extended(self._added)
+
+    def __len__(self) -> int:
+        return self.sized + len(self._added)
+
+    @overload
+    def __getitem__(self, index: int) -> Item: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Item, ...]: ...
+    def __getitem__(self, index: int | slice) -> Item | tuple[Item, ...]:
+        if isinstance(index, slice):
+            return self.frozen()[index]
+        position = index + len(self) if index < 0 else index
+        if 0 <= position < self.sized:
+            return self._head[position]
+        if position < 0:
+            raise IndexError("item index out of range")
+        return self._added[position - self.sized]
+
+    def __iter__(self) -> Iterator[Item]:
+        return iter(self.frozen())
 
 
 def total_bytes(items: Sequence[Item]) -> int:

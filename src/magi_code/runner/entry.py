@@ -10,12 +10,14 @@ approval still pending when it returns is denied. The face delivers the returned
 `RunFinished` itself (it is not emitted here), after its own cleanup.
 """
 
+from collections.abc import Callable
+
 from magi_code.runner.agents import SessionAgents, run_turn_with_peers
 from magi_code.runner.events import RunFinished
 from magi_code.runner.journal import SessionJournal
 from magi_code.runner.setup import Selection, turn_setup
 from magi_code.runner.startup import Admitted
-from magi_code.runner.turn import Emitter, TurnControl
+from magi_code.runner.turn import Emitter, TurnControl, TurnSetup
 from magi_code.sessions import Attachment
 from magi_code.tools.approvals import ApprovalBroker
 
@@ -31,14 +33,19 @@ async def start_turn(
     control: TurnControl,
     approvals: ApprovalBroker,
     agents: SessionAgents | None = None,
+    observe: Callable[[TurnSetup], None] | None = None,
 ) -> RunFinished:
     """Run one turn of `prompt` on `attachment` with `selection` (provider, model, thinking;
     None picks the admitted one). `agents` is the session's melchior and children
     (runner/agents.py; the face opens it with the attachment and closes it after): with it the
-    turn has the melchior and `agent` tools, its delegated ceiling, and its peers' messages."""
+    turn has the melchior and `agent` tools, its delegated ceiling, and its peers' messages.
+    `observe` lets a face wrap the turn's provider, tools and policy before it starts
+    (Mission Control's usage, previews and session grants)."""
     finished = RunFinished("failed", "not_started", None, "execution_failed")
     try:
         setup = turn_setup(admitted, selection, attachment.session_id, run_id, approvals, agents)
+        if observe is not None:
+            observe(setup)
         finished = RunFinished("failed", "degraded", None, "execution_failed")
         journal = SessionJournal(attachment)
         return await run_turn_with_peers(agents, setup, journal, emitter, control, prompt)

@@ -19,7 +19,7 @@ from typing import Any
 from weakref import WeakKeyDictionary, WeakSet
 
 from magi_code.limits import HISTORY_NEAR_SHARE
-from magi_code.providers.base import Item
+from magi_code.runner.compaction import SizedItems
 from magi_code.runner.events import Diagnostic
 from magi_code.runner.replay import Replayer
 from magi_code.sessions import Attachment, SessionError
@@ -93,7 +93,7 @@ class SessionJournal:
         except SessionError:
             return None
 
-    def replay(self) -> list[Item]:
+    def replay(self) -> SizedItems:
         kept = _REPLAYS.get(self.attachment)
         revision = self.attachment.revision
         if kept is None or kept.revision != revision or not self.attachment.intact():

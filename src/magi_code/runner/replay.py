@@ -9,7 +9,8 @@ record without text (absent or null) leaves the chunks standing. A tool call tha
 finished (a crash mid-tool) is left out together with its call.
 
 `Replayer` is the incremental form: feed records in stored order, ask for the items at any
-point; `replay` feeds it a whole sequence. A `compaction` record replaces everything before
+point (they share its list, prefixes.py, so asking costs nothing however long the history);
+`replay` feeds it a whole sequence. A `compaction` record replaces everything before
 the prompt it names (`keep_from`) with its summary. An `activity` record (a hook run, a Code
 Mode call) is no tool call of the model's: only a hook's `context` is replayed (as user text
 where the hook ran), and a prompt a hook blocked (`drops_prompt`) is taken out.
@@ -18,6 +19,7 @@ where the hook ran), and a prompt a hook blocked (`drops_prompt`) is taken out.
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from magi_code.prefixes import Growing
 from magi_code.providers.base import AssistantText, Item, ToolCall, ToolResult, UserText
 from magi_code.runner.compaction import SizedItems, item_bytes, summary_item
 from magi_code.runner.peers import peer_text
@@ -25,7 +27,7 @@ from magi_code.runner.peers import peer_text
 
 class Replayer:
     def __init__(self) -> None:
-        self._items: list[Item] = []
+        self._items: Growing[Item] = Growing()
         self._chunks: dict[tuple[str, str], list[str] | None] = {}  # None once reconciled
         self._slots: dict[tuple[str, str], int] = {}  # assistant (run_id, message_id) -> index
         self._prompts: dict[str, int] = {}  # user message_id -> index in items
@@ -63,8 +65,8 @@ class Replayer:
             )
 
     def items(self) -> SizedItems:
-        """The items so far, as a new list the caller may extend."""
-        return SizedItems(self._items, self._bytes)
+        """The items so far, which later records do not change; the caller may add to them."""
+        return SizedItems(self._items.prefix(), self._bytes)
 
     def _append(self, item: Item) -> None:
         self._items.append(item)
@@ -76,14 +78,13 @@ class Replayer:
             self._append(UserText(context))
         dropped = self._prompts.pop(str(record.get("drops_prompt")), None)
         if dropped is not None:
-            self._bytes -= item_bytes(self._items[dropped])
-            del self._items[dropped]
+            self._bytes -= item_bytes(self._items.pop_at(dropped))
             self._slots = {m: i - (i > dropped) for m, i in self._slots.items()}
             self._prompts = {m: i - (i > dropped) for m, i in self._prompts.items()}
 
     def _compact(self, summary: str, keep_from: str) -> None:
         start = self._prompts.get(keep_from, len(self._items))
-        self._items = [summary_item(summary), *self._items[start:]]
+        self._items = Growing([summary_item(summary), *self._items[start:]])
         self._bytes = sum(map(item_bytes, self._items))
         shift = start - 1
         self._slots = {m: i - shift for m, i in self._slots.items() if i >= start}
@@ -109,4 +110,4 @@ def replay(records: Iterable[Mapping[str, Any]]) -> list[Item]:
     replayer = Replayer()
     for record in records:
         replayer.feed(record)
-    return replayer.items()
+    return list(replayer.items())

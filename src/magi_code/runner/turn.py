@@ -35,7 +35,6 @@ from magi_code.errors import MagiError
 from magi_code.providers.base import (
     AssistantText,
     Completed,
-    Item,
     ModelRequest,
     Provider,
     ProviderError,
@@ -65,7 +64,7 @@ from magi_code.runner.events import (
 )
 from magi_code.runner.hook_runs import Fired, HookRunner
 from magi_code.runner.text import encodable, split_utf8
-from magi_code.tools.approvals import ApprovalBroker
+from magi_code.tools.approvals import ApprovalBroker, Asked
 from magi_code.tools.base import Access, Bridge, Tool, ToolContext, ToolInputError, ToolOutcome
 from magi_code.tools.limits import OUTPUT_BYTES
 from magi_code.tools.policy import Policy
@@ -80,7 +79,7 @@ class Journal(Protocol):
     def append(self, record: dict[str, Any], *, fsync: bool) -> None: ...  # raises OSError
     def acknowledge(self, stored_message_id: str) -> tuple[str, str]: ...  # id, revision
     def revision(self) -> str | None: ...  # a fresh revision after the run, None if none
-    def replay(self) -> list[Item]: ...
+    def replay(self) -> compaction.SizedItems: ...
     def compaction_due(self) -> bool: ...  # the history nears its budget: compact once
     def history_warning(self) -> Diagnostic | None: ...  # after revision(): near a bound
     def starts_attachment(self) -> bool: ...  # True for the attachment's first run here
@@ -225,7 +224,7 @@ class Turn:
             finished = await self.finish(outcome, error)
         return finished
 
-    async def loop(self, items: list[Item]) -> None:
+    async def loop(self, items: compaction.SizedItems) -> None:
         specs = tuple(
             ToolSpec(t.name, t.description, t.parameters) for t in self.setup.tools.values()
         )
@@ -243,10 +242,12 @@ class Turn:
                 items.append(call)
                 items.append(await self.call_tool(call))
 
-    async def stream(self, items: list[Item], specs: tuple[ToolSpec, ...]) -> list[ToolCall]:
+    async def stream(
+        self, items: compaction.SizedItems, specs: tuple[ToolSpec, ...]
+    ) -> list[ToolCall]:
         self.segment = Segment(new_id())
         request = ModelRequest(
-            self.setup.model, self.setup.instructions, tuple(items), specs, self.setup.thinking
+            self.setup.model, self.setup.instructions, items.frozen(), specs, self.setup.thinking
         )
         self.counted = len(items)
         calls: list[ToolCall] = []
@@ -330,7 +331,7 @@ class Turn:
 
     # ---- compaction ------------------------------------------------------------------------
 
-    async def compact(self, items: list[Item]) -> list[Item]:
+    async def compact(self, items: compaction.SizedItems) -> compaction.SizedItems:
         """Replace what came before this turn's prompt with a summary the model writes. A
         failed summary leaves the items as they were: the run goes on uncompacted."""
         keep = max(i for i, item in enumerate(items) if isinstance(item, UserText))
@@ -371,7 +372,7 @@ class Turn:
         await self.emit.critical(
             Activity(activity_id, "compaction", "completed", name, f"Summarized {keep} items")
         )
-        return [compaction.summary_item(summary), *items[keep:]]
+        return compaction.SizedItems.measured([compaction.summary_item(summary), *items[keep:]])
 
     # ---- tools -----------------------------------------------------------------------------
 
@@ -417,9 +418,12 @@ class Turn:
         policy = self.setup.code_policy if code_mode else self.setup.policy
         assert policy is not None
         decision = policy.decide(call.name, access, self.setup.workspace)
-        asked = f"Code Mode: {summary}" if code_mode else summary
+        question = f"Code Mode: {summary}" if code_mode else summary
         allowed = decision == "allow" or (
-            decision == "ask" and await self.setup.approvals.request(asked)
+            decision == "ask"
+            and await self.setup.approvals.request(
+                question, Asked(call.name, access, call.arguments)
+            )
         )
         if not allowed:
             return ToolOutcome(False, "The user did not allow this action.", f"denied: {summary}")

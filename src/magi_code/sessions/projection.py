@@ -34,14 +34,16 @@ spec allows it). Records that arrive later for a dropped entry start a new one.
 The projector stays live: `finish` does not change what later records will do, so an owner
 can keep feeding it and take a projection after each batch of appends. Entries are made once
 per change of their slot and then reused (the same `Entry` object), which lets snapshot.py
-keep the parts of entries that did not change.
+keep the parts of entries that did not change; a projection shares the projector's list of
+entries (a `Prefix`, prefixes.py) instead of copying it, so taking one costs what changed.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
 from magi_code.limits import HISTORY_SNAPSHOT_BYTES, HISTORY_SNAPSHOT_PARTS, SUMMARY_BYTES
+from magi_code.prefixes import Growing
 from magi_code.redact import redact
 from magi_code.sessions.errors import SessionError
 from magi_code.sessions.records import Record
@@ -62,7 +64,7 @@ class Entry:
 
 @dataclass(frozen=True)
 class Projection:
-    entries: list[Entry]
+    entries: Sequence[Entry]  # immutable; shares the projector's list (prefixes.py)
     complete: bool
 
 
@@ -89,7 +91,8 @@ class Projector:
         self._max_bytes = max_bytes
         self._max_parts = max_parts
         self._slots: list[_Slot] = []
-        self._entries: list[Entry | None] = []  # per slot, None until made after a change
+        # per slot, None until made after a change; `finish` hands out prefixes of it
+        self._entries: Growing[Entry | None] = Growing()
         self._changed: set[int] = set()  # slots whose entry must be made again
         self._chunked: dict[str, list[_Slot]] = {}  # run_id -> its chunk-only slots
         self._by_key: dict[tuple[str, str, str], _Slot] = {}
@@ -135,10 +138,9 @@ class Projector:
         for index in self._changed:
             self._entries[index] = self._entry(self._slots[index])
         self._changed.clear()
-        entries = cast(list[Entry], self._entries.copy())
-        entries += [Entry("diagnostic", text, False) for text in tail]
+        entries = self._entries.prefix([Entry("diagnostic", text, False) for text in tail])
         complete = not torn and not self._interruptions and not self._open_runs
-        return Projection(entries, complete)
+        return Projection(cast(Sequence[Entry], entries), complete)
 
     # ---- runs ----------------------------------------------------------------------------
 
@@ -257,7 +259,8 @@ class Projector:
             if slot.kind == "diagnostic":
                 self._interruptions -= 1
             slot.index = -1
-        del self._slots[:cut], self._entries[:cut]
+        del self._slots[:cut]
+        self._entries.drop_front(cut)
         for index, slot in enumerate(self._slots):
             slot.index = index
         self._changed = {index - cut for index in self._changed if index >= cut}

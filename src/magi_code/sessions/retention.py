@@ -6,6 +6,8 @@ session attached by any process is skipped and a concurrent open cannot race the
 under the leases the file is checked again, unlinked, then its lock files, then the leases
 are released. Whoever later locks an unlinked lock file finds the session missing.
 `scan` reads what a person needs to see (`sessions list`); its prompt text is redacted.
+`latest_for` finds the session last active in a workspace (`exec --continue`) by the `cwd` of
+each file's header, newest first, and reads nothing past a header.
 
 What it must never do: delete or follow a symlink, delete a non-regular file, another user's
 file, or a file whose name is not `<valid session id>.jsonl`; create the sessions directory;
@@ -42,6 +44,7 @@ class StoredSession:
     attached: bool  # some process holds its active lease
     first_prompt: str | None  # first line of the first user prompt, redacted and truncated
     invalid: bool = False  # a record read before the first prompt is session_invalid
+    cwd: str | None = None  # the workspace its header names, controls replaced
 
     @property
     def durable(self) -> bool:
@@ -153,43 +156,58 @@ def scan(directory: Path) -> list[StoredSession]:
             info.st_mtime_ns,
             info.st_size,
             _attached(directory, session_id),
-            *_first_prompt(directory / f"{session_id}{SUFFIX}", session_id),
+            *_head(directory / f"{session_id}{SUFFIX}", session_id),
         )
         for session_id, info in _session_files(directory)
     ]
     return sorted(found, key=lambda s: (-s.mtime_ns, s.session_id))
 
 
-def _first_prompt(path: Path, session_id: str) -> tuple[str | None, bool]:
-    """The first user prompt's first line, shown safely (None when none is readable), and
-    whether a record before it is session_invalid."""
+def latest_for(directory: Path, cwd: str) -> str | None:
+    """The ID of the nonempty stored session last active in canonical `cwd` (as its header
+    names it); None when there is none."""
+    for stored in scan(directory):  # most recent first
+        if stored.durable and stored.cwd is not None and os.path.realpath(stored.cwd) == cwd:
+            return stored.session_id
+    return None
+
+
+def _head(path: Path, session_id: str) -> tuple[str | None, bool, str | None]:
+    """The first user prompt's first line, shown safely (None when none is readable), whether
+    a record before it is session_invalid, and the cwd its header names (controls replaced)."""
+    cwd: str | None = None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
-        return None, False
+        return None, False, cwd
     with os.fdopen(fd, "rb") as stored:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None, False
+            return None, False, cwd
         budget = SCAN_BYTES
         while budget > 0:
             raw = stored.readline(budget)  # binary readline splits on b"\n" only
             budget -= len(raw)
             if not raw.endswith(b"\n"):
-                return None, False  # end of file, a torn tail, or past the budget
+                return None, False, cwd  # end of file, a torn tail, or past the budget
             try:
                 record = decode_record(raw[:-1], session_id)
             except SessionError:
-                return None, True
+                return None, True, cwd
+            if record["type"] == "session" and cwd is None and isinstance(record.get("cwd"), str):
+                cwd = _printable(record["cwd"])
             if record["type"] == "user":
-                return display_line(record["text"]), False
-    return None, False
+                return display_line(record["text"]), False, cwd
+    return None, False, cwd
+
+
+def _printable(text: str) -> str:
+    return "".join(" " if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 else c for c in text)
 
 
 def display_line(text: str) -> str:
     """First line, redacted before it is cut (a cut could hide a secret's shape from the
     redactor), control characters replaced, at most PROMPT_CHARS characters."""
-    shown = redact(text.split("\n", 1)[0])
-    shown = "".join(" " if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 else c for c in shown)
+    shown = _printable(redact(text.split("\n", 1)[0]))
     if len(shown) > PROMPT_CHARS:
         shown = shown[: PROMPT_CHARS - 1] + "…"
     return shown

@@ -1,7 +1,8 @@
 """An immutable, bounded history snapshot and the pages cut from it.
 
 A snapshot is built once from a `Projection` (`build`, or a `Builder` kept by an attachment
-that reuses the parts of entries unchanged since its last build): every entry is chunked
+that reuses the parts of entries unchanged since its last build, and hands each snapshot
+prefixes of its lists rather than copies, prefixes.py): every entry is chunked
 (chunking.py) into parts, each part measured as serialized; more than HISTORY_SNAPSHOT_BYTES
 of serialized parts or more than HISTORY_SNAPSHOT_PARTS parts is `history_limit`, never a
 truncated projection. Parts are shared between snapshots and never mutated.
@@ -14,7 +15,7 @@ snapshot is stale for good. This module opens no files itself.
 """
 
 import secrets
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, count
 from operator import is_not
@@ -26,6 +27,7 @@ from magi_code.limits import (
     HISTORY_SNAPSHOT_BYTES,
     HISTORY_SNAPSHOT_PARTS,
 )
+from magi_code.prefixes import Growing, Prefix
 from magi_code.sessions.chunking import serialized_bytes, split_text
 from magi_code.sessions.errors import SessionError
 from magi_code.sessions.ids import valid_opaque_id
@@ -57,8 +59,8 @@ class Page:
 class Built:
     """A projection chunked into parts, each with its serialized size."""
 
-    parts: list[Part]
-    sizes: list[int]
+    parts: Sequence[Part]
+    sizes: Sequence[int]
     complete: bool
     stored_ids: Mapping[str, str]  # stored user/assistant message_id -> projected message ID
     total: int  # sum of sizes
@@ -88,24 +90,25 @@ class Builder:
         self, *, max_bytes: int = HISTORY_SNAPSHOT_BYTES, max_parts: int = HISTORY_SNAPSHOT_PARTS
     ) -> None:
         self._max_bytes, self._max_parts = max_bytes, max_parts
-        self._entries: list[Entry] = []
-        self._ids: list[str] = []  # projected message ID per entry
+        self._source: Sequence[Entry] = ()  # the last build's entries, the first len(_ids) built
+        self._ids: Growing[str] = Growing()  # projected message ID per entry
         self._ends: list[int] = []  # parts up to and including each entry
         self._totals: list[int] = []  # serialized bytes up to and including each entry
-        self._parts: list[Part] = []
-        self._sizes: list[int] = []
+        self._parts: Growing[Part] = Growing()
+        self._sizes: Growing[int] = Growing()
         self._used: set[str] = set()  # stored-ID based IDs taken
 
     def build(self, projection: Projection) -> Built:
         entries = projection.entries
-        self._truncate(_common_prefix(entries, self._entries))
-        for index in range(len(self._entries), len(entries)):
+        self._truncate(min(_common_prefix(entries, self._source), len(self._ids)))
+        self._source = entries
+        for index in range(len(self._ids), len(entries)):
             self._add(index, entries[index])
         return Built(
-            self._parts.copy(),
-            self._sizes.copy(),
+            self._parts.prefix(),
+            self._sizes.prefix(),
             projection.complete,
-            _StoredIds(self._entries.copy(), self._ids.copy()),
+            _StoredIds(entries, self._ids.prefix()),
             self._totals[-1] if self._totals else 0,
         )
 
@@ -129,31 +132,31 @@ class Builder:
         if total > self._max_bytes or len(self._parts) + len(parts) > self._max_parts:
             self._used.discard(projected)
             raise SessionError("history_limit")
-        self._entries.append(entry)
         self._ids.append(projected)
-        self._parts += parts
-        self._sizes += sizes
+        self._parts.extend(parts)
+        self._sizes.extend(sizes)
         self._ends.append(len(self._parts))
         self._totals.append(total)
 
     def _truncate(self, keep: int) -> None:
-        if keep == len(self._entries):
+        if keep == len(self._ids):
             return
         self._used.difference_update(self._ids[keep:])  # fallback IDs were never in it
-        del self._entries[keep:], self._ids[keep:], self._ends[keep:], self._totals[keep:]
+        self._ids.truncate(keep)
+        del self._ends[keep:], self._totals[keep:]
         cut = self._ends[-1] if self._ends else 0
-        del self._parts[cut:], self._sizes[cut:]
+        self._parts.truncate(cut)
+        self._sizes.truncate(cut)
 
 
-def _common_prefix(new: list[Entry], old: list[Entry]) -> int:
-    """How many leading entries are unchanged, compared in C rather than a Python loop.
+def _common_prefix(new: Sequence[Entry], old: Sequence[Entry]) -> int:
+    """How many leading entries are the very same objects, compared in C.
 
-    The usual case, only entries added after the old ones, is one list comparison (identical
-    objects compare equal without calling `__eq__`); otherwise the first entry that is not
-    the same object ends the prefix.
+    Two projections of one projector share its list, so the usual case (entries added after
+    the old ones) looks only at what was added (prefixes.py).
     """
-    if old == new[: len(old)]:
-        return len(old)
+    if isinstance(new, Prefix):
+        return new.common_prefix(old)
     differing = compress(count(), map(is_not, new, old))
     return next(differing, min(len(new), len(old)))
 
@@ -161,7 +164,7 @@ def _common_prefix(new: list[Entry], old: list[Entry]) -> int:
 class _StoredIds(Mapping[str, str]):
     """stored message_id -> projected ID (the last entry wins), made on first use."""
 
-    def __init__(self, entries: list[Entry], ids: list[str]) -> None:
+    def __init__(self, entries: Sequence[Entry], ids: Sequence[str]) -> None:
         self._entries, self._ids = entries, ids
         self._made: dict[str, str] | None = None
 
@@ -248,7 +251,7 @@ class HistorySnapshot:
         page = Page(
             self.session_id,
             self.revision,
-            self._parts[start:end],
+            list(self._parts[start:end]),
             next_cursor,
             self.complete and next_cursor is None,
         )

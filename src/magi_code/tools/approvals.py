@@ -11,6 +11,9 @@ Rules:
   again (ids are fresh UUIDs), so a wrong, expired, answered or cancelled id gets False, which
   the protocol reports as `stale_approval`.
 - Cancellation of `request` is never swallowed: the id dies and the cancellation propagates.
+- What a live approval is for (`asked`: the tool, what it would touch, its arguments) is there
+  for a face that answers by rule (`exec --approval-mode`) or shows a diff (ACP); the
+  announcement itself carries only the safe summary.
 """
 
 import math
@@ -21,6 +24,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from magi_code.limits import APPROVAL_EXPIRY_MS
+from magi_code.tools.base import Access
 from magi_code.tools.summaries import safe_summary
 
 Announce = Callable[[str, str, int], Awaitable[None]]  # (approval_id, summary, expires_in_ms)
@@ -30,9 +34,19 @@ def _new_id() -> str:
     return str(uuid.uuid4())
 
 
+@dataclass(frozen=True)
+class Asked:
+    """What an approval is for. `arguments` is the model's JSON: never put it on a wire as is."""
+
+    tool: str
+    access: Access
+    arguments: str
+
+
 @dataclass
 class _Pending:
     deadline: float  # anyio clock
+    asked: Asked | None = None
     decided: anyio.Event = field(default_factory=anyio.Event)
     allow: bool = False
 
@@ -55,12 +69,12 @@ class ApprovalBroker:
     def pending(self) -> int:
         return len(self._pending)
 
-    async def request(self, summary: str) -> bool:
+    async def request(self, summary: str, asked: Asked | None = None) -> bool:
         """Announce an approval and wait for its answer; True only for an explicit allow."""
         if self._closed:
             return False
         approval_id = self._new_id()
-        pending = _Pending(deadline=anyio.current_time() + self._expiry_ms / 1000)
+        pending = _Pending(anyio.current_time() + self._expiry_ms / 1000, asked)
         self._pending[approval_id] = pending
         try:
             remaining_ms = math.ceil((pending.deadline - anyio.current_time()) * 1000)
@@ -70,6 +84,11 @@ class ApprovalBroker:
             return pending.allow
         finally:
             del self._pending[approval_id]
+
+    def asked(self, approval_id: str) -> Asked | None:
+        """What the live approval `approval_id` is for; None when unknown or not live."""
+        pending = self._pending.get(approval_id)
+        return None if pending is None else pending.asked
 
     def answer(self, approval_id: str, allow: bool) -> bool:
         """Record a reply; True only for the one reply that decides a live approval."""

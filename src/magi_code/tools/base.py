@@ -10,7 +10,7 @@ and bounded, and `output` is bounded for the model.
 """
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -35,6 +35,7 @@ class ToolInputError(ValueError):
 class ToolContext:
     workspace: Path  # canonical cwd of the run
     env: Mapping[str, str]  # environment for subprocesses
+    _: KW_ONLY  # what only some tools use is always named
     # For tools that run agents (runner/subagents.py): the run's critical-event sink (a run
     # event, e.g. a `subagent` activity) and its approval broker's `request`. None elsewhere.
     emit: Callable[[Any], Awaitable[None]] | None = None

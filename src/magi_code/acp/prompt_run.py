@@ -1,0 +1,175 @@
+"""One ACP prompt: run events as ordered `session/update` notifications, approvals as
+`session/request_permission`.
+
+Every update goes through one bounded queue and one sender task, so the client sees them in
+run order. Deltas are best effort: when one does not fit, that message's later deltas are
+dropped too and its reconcile sends what the client is missing. Critical events wait at most
+CRITICAL_EVENT_WAIT_MS for room, and a client that cannot take them cancels the run
+(`output_unavailable`), as for the local agent.
+
+An approval is queued behind the tool call it is for, then asked in its own task (owned by
+the prompt, bounded by the approval's expiry); the broker stays the judge of expiry and of
+who answered first. "Always allow" is remembered for the session only, per tool (per command
+for the shell), and never for a protected path.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from acp import update_agent_message_text
+from acp.interfaces import Client
+from acp.schema import AllowedOutcome
+from anyio.abc import TaskGroup
+
+from magi_code import limits
+from magi_code.acp import updates
+from magi_code.redact import redact
+from magi_code.runner.events import (
+    Activity,
+    Diagnostic,
+    MessageDelta,
+    MessageReconcile,
+    RunEvent,
+)
+from magi_code.runner.turn import OutputUnavailable
+from magi_code.tools.approvals import ApprovalBroker, Asked
+from magi_code.tools.paths import Protected
+
+Key = tuple[str, str | None]  # tool, shell command
+
+
+def remembered_key(asked: Asked | None, protected: Protected) -> Key | None:
+    """What "always allow" may remember for this call; None when it may not."""
+    if asked is None:
+        return None
+    access = asked.access
+    if any(protected.floor(access.kind, path) != "allow" for path in access.paths):
+        return None
+    return asked.tool, access.command
+
+
+@dataclass
+class Ask:
+    approval_id: str
+    tool_call_id: str
+    summary: str
+    asked: Asked | None
+    expires_in_ms: int
+
+
+@dataclass
+class Message:
+    sent: str = ""  # what the client has of this message, in order
+    reconciled: str = ""
+    gap: bool = False  # a delta was dropped: send no more deltas for it
+
+
+@dataclass
+class PromptRun:
+    client: Client
+    session_id: str
+    always: set[Key]  # the session's "always allow" answers
+    protected: Protected
+    broker: ApprovalBroker | None = None
+    asks: TaskGroup | None = None
+    open_tool: str | None = None  # the started tool call the next approval is for
+    broken: bool = False
+    messages: dict[str, Message] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.send, self.receive = anyio.create_memory_object_stream[Any](limits.WORKER_EVENTS)
+
+    # ---- the sender ----------------------------------------------------------------------
+
+    async def pump(self) -> None:
+        """Send what is queued, in order, until the queue is closed and drained."""
+        async with self.receive:
+            async for item in self.receive:
+                if self.broken:
+                    continue
+                if isinstance(item, Ask):
+                    assert self.asks is not None
+                    self.asks.start_soon(self.ask, item)
+                    continue
+                try:
+                    await self.client.session_update(session_id=self.session_id, update=item)
+                except Exception:  # noqa: BLE001 - a client gone or refusing: output is lost
+                    self.broken = True
+
+    async def put(self, item: Any) -> None:
+        if self.broken:
+            raise OutputUnavailable
+        try:
+            with anyio.fail_after(limits.CRITICAL_EVENT_WAIT_MS / 1000):
+                await self.send.send(item)
+        except TimeoutError as late:
+            raise OutputUnavailable from late
+
+    async def close(self) -> None:
+        await self.send.aclose()
+
+    # ---- the runner's Emitter ------------------------------------------------------------
+
+    def delta(self, event: MessageDelta) -> None:
+        message = self.messages.setdefault(event.message_id, Message())
+        if message.gap or self.broken:
+            return
+        try:
+            self.send.send_nowait(update_agent_message_text(event.text))
+        except anyio.WouldBlock:
+            message.gap = True
+            return
+        message.sent += event.text
+
+    async def critical(self, event: RunEvent) -> None:
+        if isinstance(event, MessageReconcile):
+            await self.reconcile(event)
+        elif isinstance(event, Activity):
+            if event.kind == "tool":
+                self.open_tool = event.activity_id if event.state == "started" else None
+            await self.put(updates.activity_update(event))
+        elif isinstance(event, Diagnostic):
+            await self.put(updates.diagnostic_update(event))
+        # input.persisted: the client shows the prompt itself; run.finished: the response
+
+    async def reconcile(self, event: MessageReconcile) -> None:
+        """Send what the deltas missed; what they already showed cannot be taken back."""
+        message = self.messages.setdefault(event.message_id, Message())
+        message.reconciled += event.text
+        if message.reconciled.startswith(message.sent):
+            missing = message.reconciled[len(message.sent) :]
+            if missing:
+                await self.put(update_agent_message_text(missing))
+                message.sent = message.reconciled
+
+    # ---- approvals -----------------------------------------------------------------------
+
+    async def announce(self, approval_id: str, summary: str, expires_in_ms: int) -> None:
+        assert self.broker is not None
+        asked = self.broker.asked(approval_id)
+        key = remembered_key(asked, self.protected)
+        if key is not None and key in self.always:
+            self.broker.answer(approval_id, True)
+            return
+        tool_call_id = self.open_tool or approval_id
+        await self.put(Ask(approval_id, tool_call_id, summary, asked, expires_in_ms))
+
+    async def ask(self, ask: Ask) -> None:
+        assert self.broker is not None
+        call = updates.permission_call(ask.tool_call_id, redact(ask.summary), ask.asked)
+        choice = None
+        with anyio.move_on_after(ask.expires_in_ms / 1000):
+            try:
+                response = await self.client.request_permission(
+                    session_id=self.session_id, tool_call=call, options=updates.OPTIONS
+                )
+            except Exception:  # noqa: BLE001 - no answer is a refusal
+                response = None
+            if response is not None and isinstance(response.outcome, AllowedOutcome):
+                choice = response.outcome.option_id
+        allow = choice in (updates.ALLOW_ONCE, updates.ALLOW_ALWAYS)
+        key = remembered_key(ask.asked, self.protected)
+        if choice == updates.ALLOW_ALWAYS and key is not None:
+            self.always.add(key)
+        self.broker.answer(ask.approval_id, allow)

@@ -1,0 +1,499 @@
+"""`magi-code exec`: one turn without a terminal, for scripts and CI.
+
+It admits the process as every face does (settings, trust, instructions, skills, profiles,
+MCP), attaches a new or continued session and runs one prompt through the runner's one entry,
+`start_turn`. It never prompts: approvals are answered by `--approval-mode`
+(tools/approval_modes.py), and each refusal is said in a `diagnostic`.
+
+Output. stdout carries the answer only: the final assistant text, or with `--json` one JSON
+object per line, `{"event": NAME, "data": {...}}` (the local agent's event names and shapes,
+runner/event_data.py) after one `session` line. The real stdout is moved to a private
+descriptor at startup and fd 1 points at stderr, so no library print and no tool process can
+write to it. Progress, warnings and errors go to stderr.
+
+Exit codes: 0 completed, 1 failed (or cancelled for another reason), 2 bad usage or a failed
+startup (a message on stderr says what is wrong and what to do), 130 on SIGINT and 143 on
+SIGTERM (the run is cancelled and its cancel recorded first), 141 when stdout is closed by its
+reader (the run is cancelled as `output_unavailable`, and recorded so).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import os
+import re
+import signal
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from magi_code import limits
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from anyio.abc import TaskStatus
+
+    from magi_code.runner.events import MessageDelta, RunEvent, RunFinished
+    from magi_code.runner.startup import Admitted, StartupError
+    from magi_code.runner.turn import TurnControl
+    from magi_code.sessions import Attachment, SessionStore
+    from magi_code.tools.approval_modes import Mode
+    from magi_code.tools.approvals import ApprovalBroker
+    from magi_code.tools.paths import Protected
+
+USAGE = f"""usage: magi-code exec [options] [PROMPT | -]
+
+Run one prompt without a terminal and exit. The prompt is PROMPT, or stdin with `-` (or with
+no PROMPT when stdin is not a terminal), at most {limits.PROMPT_BYTES} bytes of UTF-8.
+
+options:
+  --json                  print JSON Lines on stdout: a `session` line, then one per run event
+  --approval-mode MODE    what to do when an action needs approval (nobody can be asked):
+                            ask    refuse it and say so (default)
+                            edits  allow file edits inside this folder
+                            full   allow everything the permission rules would ask about
+                          deny rules and protected paths hold in every mode
+  --continue              continue the latest session of this folder
+  --session ID            continue session ID (see `magi-code sessions list`)
+  --model NAME            the model to use (of the configured provider)
+  --agent NAME            the agent profile to use
+  -h, --help              show this help
+
+exit codes: 0 completed, 1 failed, 2 bad usage or startup failure, 130 interrupted
+(143 terminated), 141 stdout closed by its reader
+"""
+
+EXIT_COMPLETED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_SIGNAL_BASE = 128
+EXIT_BROKEN_PIPE = EXIT_SIGNAL_BASE + signal.SIGPIPE
+STARTUP_HINTS = {
+    "configuration_invalid": "the settings are not valid: check {settings} and "
+    ".magi-code/settings.toml in this folder",
+    "provider_unavailable": "the provider is not ready: sign in with `magi-code login`, or set "
+    "its API key variable",
+    "profile_invalid": "the agent profile is not valid",
+    "mcp_unavailable": "an enabled MCP server could not start: check it, or disable it in "
+    "the settings",
+    "startup_failed": "MC_HOME ({home}) could not be prepared: check that it is writable",
+    "startup_cancelled": "startup was interrupted",
+}
+SESSION_HINTS = {
+    "session_missing": "no such session: see `magi-code sessions list`",
+    "session_busy": "the session is in use by another magi-code process",
+    "session_invalid": "the session file cannot be read",
+    "history_limit": "the session's history is too large to continue",
+    "cwd_mismatch": "the session belongs to another folder: run from that folder",
+}
+
+
+class UsageError(Exception):
+    """A launch that cannot run: the message says what is wrong and what to do."""
+
+
+@dataclass
+class Options:
+    prompt: str | None = None  # the PROMPT argument, "-" for stdin
+    json: bool = False
+    mode: Mode = "ask"
+    continue_latest: bool = False
+    session: str | None = None
+    model: str | None = None
+    agent: str | None = None
+    help: bool = False
+
+
+OPTION_NAME = re.compile(r"--?[a-z][a-z-]{0,31}")
+VALUED = {"--approval-mode": "mode", "--session": "session", "--model": "model", "--agent": "agent"}
+
+
+def parse(args: list[str]) -> Options:
+    """`exec` options; raises UsageError. `--` ends the options (a prompt may start with -)."""
+    from magi_code.tools.approval_modes import MODES
+
+    options = Options()
+    seen: set[str] = set()
+    words = iter(args)
+    for word in words:
+        name, eq, inline = word.partition("=")
+        if word == "--":
+            rest = list(words)
+            if len(rest) != 1 or options.prompt is not None:
+                raise UsageError("give exactly one PROMPT")
+            options.prompt = rest[0]
+        elif word in ("-h", "--help"):
+            options.help = True
+        elif word == "--json":
+            options.json = True
+        elif word == "--continue":
+            options.continue_latest = True
+        elif name in VALUED:
+            value = inline if eq else next(words, None)
+            if not value or name in seen:
+                raise UsageError(f"{name} needs a value, once")
+            seen.add(name)
+            setattr(options, VALUED[name], value)
+        elif word.startswith("-") and word != "-":
+            shown = f" {word}" if OPTION_NAME.fullmatch(word) else ""  # never echo odd input
+            raise UsageError(f"unknown option{shown}")
+        elif options.prompt is not None:
+            raise UsageError("give exactly one PROMPT (quote it)")
+        else:
+            options.prompt = word
+    if options.mode not in MODES:
+        raise UsageError("--approval-mode takes ask, edits or full")
+    if options.continue_latest and options.session is not None:
+        raise UsageError("--continue and --session exclude each other")
+    return options
+
+
+def read_prompt(argument: str | None) -> str:
+    """The prompt from the argument or stdin, within PROMPT_BYTES; raises UsageError."""
+    if argument is not None and argument != "-":
+        data = argument.encode("utf-8", "surrogateescape")
+    elif argument is None and os.isatty(0):
+        raise UsageError("give a PROMPT, or pipe one on stdin")
+    else:
+        data = _read_stdin(limits.PROMPT_BYTES + 1)
+    if len(data) > limits.PROMPT_BYTES:
+        raise UsageError(f"the prompt is over {limits.PROMPT_BYTES} bytes: shorten it")
+    try:
+        prompt = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError("the prompt is not valid UTF-8") from None
+    if not prompt.strip():
+        raise UsageError("the prompt is empty")
+    return prompt
+
+
+def _read_stdin(most: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while size < most:
+        try:
+            chunk = os.read(0, min(65_536, most - size))
+        except OSError:
+            raise UsageError("stdin cannot be read") from None
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+class Output:
+    """The real stdout, moved to a private descriptor; it breaks once, for good."""
+
+    def __init__(self) -> None:
+        from magi_code.stdio import private_stdout
+
+        self.fd = private_stdout()
+        self.broken = False
+
+    def write(self, data: bytes) -> bool:
+        view = memoryview(data)
+        try:
+            while view and not self.broken:
+                view = view[os.write(self.fd, view) :]
+        except OSError:  # EPIPE above all: the reader has gone
+            self.broken = True
+        return not self.broken
+
+    def line(self, name: str, data: dict[str, Any]) -> bool:
+        text = json.dumps({"event": name, "data": data}, ensure_ascii=False) + "\n"
+        return self.write(text.encode("utf-8", "surrogatepass"))
+
+
+def say(message: str) -> None:
+    """A line on stderr; a closed stderr is no reason to stop."""
+    try:
+        sys.stderr.write(f"magi-code exec: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):  # AttributeError: no fd 2 at start
+        pass
+
+
+class ExecEmitter:
+    """Run events to stdout (JSON Lines, or the final text) and progress to stderr."""
+
+    def __init__(
+        self, out: Output, options: Options, control: TurnControl, rules: tuple[Path, Protected]
+    ) -> None:
+        self.out, self.options, self.control = out, options, control
+        self.workspace, self.protected = rules  # what --approval-mode answers against
+        self.session_id = self.run_id = ""
+        self.broker: ApprovalBroker | None = None
+        self.final: dict[int, str] = {}  # the last reconciled message, by part
+        self.final_id: str | None = None
+
+    def _line(self, event: RunEvent) -> bool:
+        from magi_code.runner.event_data import event_data
+
+        return self.out.line(*event_data(event, self.session_id, self.run_id))
+
+    def delta(self, event: MessageDelta) -> None:
+        if self.options.json and not self._line(event):
+            self.control.cancel("output_unavailable")
+
+    async def critical(self, event: RunEvent) -> None:
+        from magi_code.runner.events import Activity, Diagnostic, MessageReconcile
+        from magi_code.runner.turn import OutputUnavailable
+
+        if self.options.json:
+            if not self._line(event):
+                raise OutputUnavailable
+        elif isinstance(event, Activity):
+            say(f"[{event.name} {event.state}] {event.summary}")
+        elif isinstance(event, Diagnostic):
+            say(f"{event.code}: {event.summary}")
+        if isinstance(event, MessageReconcile):
+            if event.message_id != self.final_id:
+                self.final_id, self.final = event.message_id, {}
+            self.final[event.part] = event.text
+
+    async def announce(self, approval_id: str, summary: str, expires_in_ms: int) -> None:
+        """Nobody can be asked: the mode answers at once, and a refusal is said."""
+        from magi_code.runner.events import ApprovalRequested, Diagnostic
+        from magi_code.tools.approval_modes import refusal
+
+        assert self.broker is not None
+        await self.critical(ApprovalRequested(approval_id, summary, expires_in_ms))
+        mode, asked = self.options.mode, self.broker.asked(approval_id)
+        why = refusal(mode, asked, self.workspace, self.protected)
+        if why is not None:
+            said = f"refused without asking (--approval-mode {mode}): {summary}; {why}"
+            await self.critical(Diagnostic("approval_denied", said))
+        self.broker.answer(approval_id, why is None)
+
+    def final_text(self) -> str:
+        return "".join(self.final[part] for part in sorted(self.final))
+
+
+def run_and_exit(args: list[str]) -> NoReturn:
+    """`main`, then exit at once: by then every session, server and client this process
+    opened is closed and its output written, and the interpreter's teardown of the runner's
+    few hundred modules would cost more than the turn itself."""
+    code = main(args)
+    for stream in (sys.stdout, sys.stderr):  # None when the descriptor was closed at start
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+    os._exit(code)
+
+
+def main(args: list[str]) -> int:
+    # Startup allocates many long-lived objects (modules, classes) and no garbage: collect
+    # nothing until the runner is loaded, then freeze them out of later collections.
+    gc.disable()
+    try:
+        return _main(args)
+    finally:
+        gc.enable()
+
+
+def _main(args: list[str]) -> int:
+    try:
+        options = parse(args)
+        if options.help:
+            sys.stdout.write(USAGE)
+            return EXIT_COMPLETED
+        prompt = read_prompt(options.prompt)
+    except UsageError as bad:
+        sys.stderr.write(f"magi-code exec: {bad}\n(see magi-code exec --help)\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return EXIT_SIGNAL_BASE + signal.SIGINT
+    try:
+        out = Output()
+    except OSError:  # no fd 1 at all
+        say("stdout is closed: give it somewhere to go (a file, a pipe or /dev/null)")
+        return EXIT_USAGE
+    try:
+        return start(options, prompt, out)
+    except KeyboardInterrupt:  # before the run could take the signal over
+        return EXIT_SIGNAL_BASE + signal.SIGINT
+
+
+def start(options: Options, prompt: str, out: Output) -> int:
+    from magi_code.runner.startup import StartupError, admit
+
+    try:
+        admitted = admit(os.getcwd(), dict(os.environ), agent=options.agent)
+    except StartupError as failed:
+        return startup_failed(failed)
+    for dropped in admitted.dropped:
+        say(dropped.warning())
+    for notice in admitted.notices:
+        say(notice)
+    try:
+        return attach_and_run(admitted, options, prompt, out)
+    finally:
+        if admitted.mcp is not None:
+            admitted.mcp.close(limits.CLEANUP_WAIT_MS / 1000)
+
+
+def startup_failed(failed: StartupError) -> int:
+    from magi_code.config import paths
+
+    home = paths.resolve_home(os.environ)
+    hint = STARTUP_HINTS.get(failed.code, "startup failed").format(
+        settings=paths.Paths(home).settings, home=home
+    )
+    detail = f" ({failed.detail})" if failed.detail else ""
+    say(f"startup failed: {failed.code}: {hint}{detail}")
+    return EXIT_USAGE
+
+
+def attach_and_run(admitted: Admitted, options: Options, prompt: str, out: Output) -> int:
+    from pathlib import Path
+
+    from magi_code.sessions import SessionError, SessionStore
+
+    provider, model = admitted.provider, options.model or admitted.model
+    thinking = admitted.thinking
+    if options.model is not None and not model_offered(admitted, provider, options.model):
+        say(f"the provider {provider} offers no such model: `magi-code models` lists them")
+        return EXIT_USAGE
+    store = SessionStore(Path(admitted.paths.home))
+    try:
+        attachment = attach(store, admitted, options)
+    except SessionError as failed:
+        say(f"{failed.code}: {SESSION_HINTS.get(failed.code, 'the session cannot be used')}")
+        return EXIT_USAGE
+    except LookupError:
+        say("no earlier session in this folder to continue: drop --continue to start one")
+        return EXIT_USAGE
+    saved = attachment.selection
+    resumed = options.session is not None or options.continue_latest
+    if resumed and saved is not None and model_offered(admitted, saved.provider, saved.model):
+        provider, model = saved.provider, options.model or saved.model
+        thinking = saved.thinking
+    try:
+        import anyio
+
+        chosen = (provider, model, thinking)
+        return anyio.run(run, admitted, attachment, chosen, prompt, options, out)
+    finally:
+        attachment.close()
+
+
+def attach(store: SessionStore, admitted: Admitted, options: Options) -> Attachment:
+    """A new session, or the one asked for; raises SessionError, LookupError (none to
+    continue)."""
+    from magi_code.sessions import Selection, valid_session_id
+
+    session_id = options.session
+    if options.continue_latest:
+        from magi_code.sessions.retention import latest_for
+
+        session_id = latest_for(store.directory, admitted.cwd)
+        if session_id is None:
+            raise LookupError
+    if session_id is None:
+        selection = Selection(admitted.provider, options.model or admitted.model, admitted.thinking)
+        return store.create(admitted.cwd, selection)
+    if not valid_session_id(session_id):
+        from magi_code.sessions import SessionError
+
+        raise SessionError("session_missing")
+    return store.open(session_id, admitted.cwd)[0]
+
+
+def model_offered(admitted: Admitted, provider: str, model: str) -> bool:
+    conf = admitted.settings.get("providers", {}).get(provider)
+    if not isinstance(conf, dict):
+        return False
+    models = conf.get("models")
+    return not isinstance(models, list) or model in models
+
+
+async def run(
+    admitted: Admitted,
+    attachment: Attachment,
+    chosen: tuple[str, str, str | None],
+    prompt: str,
+    options: Options,
+    out: Output,
+) -> int:
+    from pathlib import Path
+
+    import anyio
+
+    from magi_code.runner.agents import SessionAgents
+    from magi_code.runner.entry import start_turn
+    from magi_code.runner.setup import parts
+    from magi_code.runner.startup import safe_name
+    from magi_code.runner.turn import TurnControl, new_id
+    from magi_code.tools.approvals import ApprovalBroker
+
+    gc.freeze()
+    gc.enable()
+    provider, model, _ = chosen
+    control = TurnControl()
+    # The workspace is canonical, as the tools resolve their paths.
+    rules = (Path(admitted.cwd), parts(admitted).policy.protected)
+    emitter = ExecEmitter(out, options, control, rules)
+    emitter.session_id, emitter.run_id = attachment.session_id, new_id()
+    broker = emitter.broker = ApprovalBroker(emitter.announce)
+    session = {"session_id": attachment.session_id, "provider": safe_name(provider)}
+    if options.json and not out.line("session", {**session, "model": safe_name(model)}):
+        return EXIT_BROKEN_PIPE
+    signalled: list[int] = []
+    # The session's melchior and children, as in every face (runner/agents.py).
+    agents = await anyio.to_thread.run_sync(SessionAgents.open, admitted, attachment)
+    try:
+        async with anyio.create_task_group() as group:
+            await group.start(watch_signals, control, signalled)  # before any output
+            finished = await start_turn(
+                admitted,
+                attachment,
+                chosen,
+                prompt,
+                run_id=emitter.run_id,
+                emitter=emitter,
+                control=control,
+                approvals=broker,
+                agents=agents,
+            )
+            group.cancel_scope.cancel()
+    finally:
+        agents.close()
+    await close_provider_clients()
+    return finish(emitter, finished, signalled)
+
+
+async def watch_signals(
+    control: TurnControl, signalled: list[int], *, task_status: TaskStatus[None]
+) -> None:
+    """SIGINT and SIGTERM cancel the run; the turn records the cancel before it returns."""
+    import anyio
+
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+        task_status.started()
+        async for number in received:
+            signalled.append(number)
+            control.cancel(None)
+
+
+async def close_provider_clients() -> None:
+    if "magi_code.providers.clients" in sys.modules:
+        from magi_code.providers.clients import close_clients
+
+        await close_clients()
+
+
+def finish(emitter: ExecEmitter, finished: RunFinished, signalled: list[int]) -> int:
+    out, options = emitter.out, emitter.options
+    if options.json:
+        emitter._line(finished)
+    elif finished.outcome == "completed":
+        text = emitter.final_text()
+        out.write((text + ("" if text.endswith("\n") else "\n")).encode("utf-8", "surrogatepass"))
+    if finished.outcome != "completed" and not options.json:
+        say(f"run {finished.outcome}: {finished.error_code or 'stopped'}")
+    if out.broken or finished.error_code == "output_unavailable":
+        return EXIT_BROKEN_PIPE
+    if signalled:
+        return EXIT_SIGNAL_BASE + signalled[0]
+    return EXIT_COMPLETED if finished.outcome == "completed" else EXIT_FAILED

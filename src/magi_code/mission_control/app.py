@@ -1,0 +1,639 @@
+"""Mission Control: the Textual app a person drives the runner from.
+
+The app is the face: it implements the runner's emitter (deltas into per-message buffers
+drawn once a frame, critical events drawn at once) and answers approvals through a modal.
+Turns run as a worker in the app's own event loop, so Esc and Ctrl-C reach `TurnControl`
+directly. Everything about sessions, selection and the runner goes through `Driver`.
+
+Outcomes: a turn ends with one line saying how (`completed` is silent, `cancelled` and
+`failed` say so, and a partial reply stays on screen as it was). `--prompt` runs one turn and
+exits 0 (completed), 1 (failed) or 130 (cancelled).
+"""
+
+from pathlib import Path
+from typing import ClassVar
+
+import anyio
+from rich.console import RenderableType
+from rich.text import Text
+from textual import work
+from textual._time import get_time
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from magi_code.limits import PROMPT_BYTES, QUIT_CONFIRM_MS, UI_FRAME_MS
+from magi_code.mission_control import commands
+from magi_code.mission_control.driver import (
+    Approval,
+    Driver,
+    LaunchError,
+    StoredRow,
+    Tally,
+)
+from magi_code.mission_control.observe import APPROVAL_MODES
+from magi_code.mission_control.preview import Preview
+from magi_code.mission_control.screens import ApprovalScreen, PickerScreen
+from magi_code.mission_control.widgets import (
+    AssistantMessage,
+    Notice,
+    PromptArea,
+    Reasoning,
+    ToolCard,
+    UserMessage,
+    diff_text,
+    utf8_size,
+)
+from magi_code.runner.events import (
+    Activity,
+    Diagnostic,
+    MessageDelta,
+    MessageReconcile,
+    RunEvent,
+    RunFinished,
+)
+from magi_code.runner.turn import TurnControl
+from magi_code.sessions import SessionError
+
+EXIT_CODES = {"completed": 0, "failed": 1, "cancelled": 130}
+
+CSS = """
+Screen { layout: vertical; }
+Screen:inline { height: 100vh; border-top: none; border-bottom: none; }
+#log { height: 1fr; padding: 0 1; scrollbar-size-vertical: 1; }
+#log > * { margin: 0 0 1 0; }
+.user { color: $text; background: $boost; padding: 0 1; }
+.assistant { height: auto; margin: 0; padding: 0; }
+.assistant Markdown { margin: 0; padding: 0; }
+.page { padding: 0 2; }
+.assistant.partial { border-left: thick $warning; }
+.notice { color: $text-muted; }
+.notice.error { color: $error; }
+.notice.warning { color: $warning; }
+.reasoning { color: $text-muted; text-style: dim italic; border: none; padding: 0; }
+.tool { border: none; padding: 0; background: $surface; }
+.tool.failed CollapsibleTitle { color: $error; }
+Collapsible > Contents { padding: 0 0 0 2; }
+#status { height: 1; background: $panel; color: $text-muted; padding: 0 1; }
+#prompt { height: auto; min-height: 3; max-height: 12; border: round $accent; }
+#prompt:focus { border: round $accent-lighten-1; }
+ApprovalScreen { align: center middle; }
+#approval-box { width: 100%; max-width: 120; height: auto; max-height: 90%;
+    border: thick $warning; background: $surface; padding: 0 1; }
+#approval-preview { height: auto; max-height: 24; }
+PickerScreen { align: center middle; }
+#picker-box { width: 100%; max-width: 110; height: auto; max-height: 80%;
+    border: round $accent; background: $surface; }
+"""
+
+
+class MissionControl(App[int]):
+    CSS = CSS
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+c", "interrupt", "stop / quit", priority=True, show=False),
+        Binding("ctrl+d", "eof", "quit", priority=True, show=False),
+        Binding("escape", "stop", "stop", show=False),
+    ]
+
+    def __init__(
+        self,
+        driver: Driver,
+        prompt: str | None = None,
+        banner: str = "",
+        *,
+        pick_session: bool = False,
+    ) -> None:
+        super().__init__()
+        self.driver, self.one_shot, self.banner = driver, prompt, banner
+        self.pick_at_start = pick_session
+        self.leaving: int | None = None  # the exit code once the running turn has ended
+        self.control: TurnControl | None = None
+        self.streaming: dict[str, AssistantMessage] = {}
+        self.reconciling: dict[str, list[str]] = {}
+        self.cards: dict[str, ToolCard] = {}
+        self.last_card: ToolCard | None = None
+        self.approvals: list[ApprovalScreen] = []
+        self.quit_armed_at: float | None = None
+        self.recall: list[str] | None = None  # read from the sessions on the first Up
+        self.recall_at = 0
+        self.state = "idle"
+        self.hint = ""  # a passing word in the status line
+        self.transcript: list[RenderableType] = []
+
+    # ---- layout ----------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield VerticalScroll(id="log")
+        yield Static("", id="status")
+        yield PromptArea(id="prompt", soft_wrap=True, show_line_numbers=False)
+
+    async def on_mount(self) -> None:
+        self.set_interval(UI_FRAME_MS / 1000, self.flush)
+        if self.banner:
+            await self.say(Text(self.banner, style="bold"))
+        for notice in self.driver.notices:
+            await self.say(notice, "warning")
+        self.driver.notices.clear()
+        await self.hydrate()
+        self.refresh_status()
+        self.query_one(PromptArea).focus()
+        if self.one_shot is not None:
+            self.start_turn(self.one_shot)
+        elif self.pick_at_start:
+            self.pick_session("")
+
+    @property
+    def log_view(self) -> VerticalScroll:
+        return self.query_one("#log", VerticalScroll)
+
+    async def add(self, widget: Static | AssistantMessage | ToolCard | Reasoning) -> None:
+        log = self.log_view
+        await log.mount(widget)
+        log.scroll_end(animate=False)
+
+    async def say(self, text: str | Text, kind: str = "info") -> None:
+        await self.add(Notice(text, kind))
+
+    def refresh_status(self) -> None:
+        tally, window = self.driver.tally, self.driver.context_window()
+        share = min(100, round(100 * tally.context / window)) if window else 0
+        mode = self.driver.grants.mode
+        self.query_one("#status", Static).update(  # what matters most first: narrow terminals
+            f"{self.hint or self.state} · {self.driver.provider}/{self.driver.model} · "
+            f"context {share}% of {window:,} · "
+            f"tokens {tally.session_input:,} in {tally.session_output:,} out · approvals: {mode}"
+        )
+
+    async def hydrate(self) -> None:
+        """Draw the attached session's stored history (after --continue, resume, /resume)."""
+        try:
+            entries = self.driver.history()
+        except SessionError as failed:
+            await self.say(f"The history cannot be shown: {failed.code}", "warning")
+            return
+        for entry in entries:
+            if entry.kind == "user":
+                await self.add(UserMessage(entry.text))
+            elif entry.kind == "assistant":
+                message = AssistantMessage()
+                await self.add(message)
+                await message.settle(entry.text, entry.partial)
+            elif entry.kind == "reasoning_summary":
+                await self.add(Reasoning(entry.text))
+            else:
+                await self.say(entry.text, "warning" if entry.kind == "diagnostic" else "info")
+
+    # ---- the runner's emitter --------------------------------------------------------------
+
+    def delta(self, event: MessageDelta) -> None:
+        message = self.streaming.get(event.message_id)
+        if message is None:
+            message = self.streaming[event.message_id] = AssistantMessage()
+            message.mounting = self.log_view.mount(message)
+        message.take(event.text)
+
+    async def critical(self, event: RunEvent) -> None:
+        if isinstance(event, MessageReconcile):
+            await self.reconcile(event)
+        elif isinstance(event, Activity):
+            await self.activity(event)
+        elif isinstance(event, Diagnostic):
+            await self.say(event.summary, "warning")
+
+    async def reconcile(self, event: MessageReconcile) -> None:
+        parts = self.reconciling.setdefault(event.message_id, [])
+        parts.append(event.text)
+        if not event.last_part:
+            return
+        text = "".join(self.reconciling.pop(event.message_id))
+        message = self.streaming.pop(event.message_id, None)
+        if message is None:
+            message = AssistantMessage()
+            await self.add(message)
+        await message.settle(text, event.partial)
+        self.log_view.scroll_end(animate=False)
+
+    async def activity(self, event: Activity) -> None:
+        if event.kind == "compaction":
+            if event.state != "started":
+                await self.say(f"compaction {event.state}: {event.summary}")
+            return
+        if event.state != "started":
+            self.close_approvals()
+        card = self.cards.get(event.activity_id)
+        if card is None:
+            card = self.cards[event.activity_id] = ToolCard(event.name, event.summary)
+            await self.add(card)
+        else:
+            card.update_state(event.state, event.summary)
+        self.last_card = card
+
+    def tool_output(self, output: str | None, preview: Preview | None) -> None:
+        card = self.last_card
+        if card is None:
+            return
+        ran = output is not None
+        diff = preview.body if ran and preview is not None and preview.kind == "diff" else None
+        card.show_output(output, diff)
+
+    def usage(self, tally: Tally) -> None:
+        self.refresh_status()
+
+    def reasoning(self, text: str) -> None:
+        self.log_view.mount(Reasoning(text))
+
+    async def approval(self, approval: Approval) -> None:
+        screen = ApprovalScreen(approval)
+        self.approvals.append(screen)
+
+        def answered(answer: str | None) -> None:
+            if screen in self.approvals:
+                self.approvals.remove(screen)
+            if answer == "once":
+                approval.answer(True)
+            elif answer == "session":
+                approval.allow_session()
+            elif answer == "deny":
+                approval.answer(False)
+            if answer in ("once", "session", "deny"):
+                self.set_focus(self.query_one(PromptArea))
+            if answer == "expired":
+                self.call_later(self.say, "The approval expired: denied.", "warning")
+
+        self.push_screen(screen, answered)
+
+    async def flush(self) -> None:
+        streamed = False
+        for message in list(self.streaming.values()):
+            if message.pending:
+                await message.flush()
+                streamed = True
+        if streamed:
+            self.log_view.scroll_end(animate=False)
+
+    # ---- turns -----------------------------------------------------------------------------
+
+    def start_turn(self, prompt: str) -> None:
+        self.control = TurnControl()
+        self.state = "running"
+        self.refresh_status()
+        self.run_turn(prompt, self.control)
+
+    @work(group="turn", exit_on_error=False)
+    async def run_shell(self, command: str) -> None:
+        control = self.control = TurnControl()  # Esc and Ctrl-C stop it like a turn
+        self.state = "running"
+        self.refresh_status()
+        await self.add(UserMessage(f"!{command}"))
+        card = self.last_card = ToolCard("shell", command)
+        await self.add(card)
+        try:
+            with anyio.CancelScope() as control.scope:
+                outcome = await self.driver.shell(command, self)
+                card.update_state("completed" if outcome.ok else "failed", outcome.summary)
+                card.show_output(outcome.output, None)
+                card.collapsed = False
+            if control.scope.cancelled_caught:
+                card.update_state("failed", "interrupted")
+        except Exception:  # noqa: BLE001 - shown on the card, never a traceback on screen
+            card.update_state("failed", "the command could not be run")
+        finally:
+            self.close_approvals()
+            self.control = None
+            self.state = "idle"
+            self.refresh_status()
+        if self.leaving is not None:
+            self.exit(self.leaving)
+
+    @work(group="turn", exit_on_error=False)
+    async def run_turn(self, prompt: str, control: TurnControl) -> None:
+        await self.add(UserMessage(prompt))
+        finished = await self.driver.turn(prompt, self, control)
+        await self.flush()
+        await self.end_turn(finished)
+
+    def close_approvals(self) -> None:
+        """The runner moved on: whatever approval is still on screen was decided (expired,
+        or denied by a cancel); close it without answering."""
+        for screen in self.approvals:
+            screen.close_decided()
+        self.approvals.clear()
+
+    async def end_turn(self, finished: RunFinished) -> None:
+        self.close_approvals()
+        for message in self.streaming.values():  # never reconciled: keep what was shown
+            await message.settle(message.shown, True)
+        self.streaming.clear()
+        self.reconciling.clear()
+        self.control = None
+        self.state = "idle"
+        for notice in self.driver.notices:
+            await self.say(notice, "error")
+        self.driver.notices.clear()
+        if finished.outcome != "completed":
+            why = finished.error_code or "stopped"
+            kind = "warning" if finished.outcome == "cancelled" else "error"
+            await self.say(f"{finished.outcome} ({why}); what was said so far is kept", kind)
+        if finished.persistence != "durable":
+            await self.say(f"history {finished.persistence}: not all of this turn was saved")
+        tally = self.driver.tally
+        if tally.turn_input or tally.turn_output:
+            await self.say(f"tokens this turn: {tally.turn_input:,} in, {tally.turn_output:,} out")
+        self.refresh_status()
+        if self.leaving is not None:
+            self.exit(self.leaving)
+        elif self.one_shot is not None:
+            self.exit(EXIT_CODES.get(finished.outcome, 1))
+
+    # ---- leaving ---------------------------------------------------------------------------
+
+    def exit(
+        self, result: int | None = None, return_code: int = 0, message: RenderableType | None = None
+    ) -> None:
+        self.transcript = self.scrollback()
+        super().exit(result, return_code, message)
+
+    def scrollback(self) -> list[RenderableType]:
+        """The conversation as plain renderables, printed after the inline app is gone so it
+        stays in the terminal's scrollback."""
+        from rich.markdown import Markdown as RichMarkdown
+
+        shown: list[RenderableType] = []
+        for widget in self.log_view.children:
+            if isinstance(widget, UserMessage):
+                shown.append(Text("› ", style="bold cyan") + Text(widget.text))
+            elif isinstance(widget, AssistantMessage):
+                shown.append(RichMarkdown(widget.shown))
+            elif isinstance(widget, ToolCard):
+                shown.append(Text(widget.heading(), style="dim"))
+                if widget.diff:
+                    shown.append(diff_text(widget.diff))
+            elif isinstance(widget, Notice):
+                shown.append(widget.visual_text())
+        return shown
+
+    # ---- keys ------------------------------------------------------------------------------
+
+    def leave(self, code: int = 0) -> None:
+        """Quit; a running turn is stopped first and ends truthfully in its session."""
+        if self.control is None:
+            self.exit(code)
+            return
+        self.leaving = code
+        self.control.cancel()
+
+    def action_stop(self) -> None:
+        if self.control is not None:
+            self.control.cancel()
+
+    def action_interrupt(self) -> None:
+        prompt = self.query_one(PromptArea)
+        if self.control is not None:
+            self.control.cancel()
+            return
+        if prompt.text:
+            prompt.clear()
+            self.quit_armed_at = None
+            return
+        now = get_time()
+        if self.quit_armed_at is not None and now - self.quit_armed_at <= QUIT_CONFIRM_MS / 1000:
+            self.leave(0)
+            return
+        self.quit_armed_at = now
+        self.hint = "press Ctrl+C again to quit"
+        self.refresh_status()
+        self.set_timer(QUIT_CONFIRM_MS / 1000, self.clear_hint)
+
+    def clear_hint(self) -> None:
+        self.hint = ""
+        self.refresh_status()
+
+    def action_eof(self) -> None:
+        prompt = self.query_one(PromptArea)
+        if prompt.text:
+            prompt.action_delete_right()
+        elif self.control is None:
+            self.leave(0)
+
+    async def on_prompt_area_refused(self, message: PromptArea.Refused) -> None:
+        await self.say(
+            f"Paste refused: the prompt would be {message.size:,} bytes; "
+            f"the limit is {PROMPT_BYTES:,}. Nothing was inserted.",
+            "error",
+        )
+
+    def on_prompt_area_recall(self, message: PromptArea.Recall) -> None:
+        if self.recall is None:
+            self.recall = self.driver.prompt_history()  # what this process sent is stored too
+            self.recall_at = len(self.recall)
+        if not self.recall:
+            return
+        self.recall_at = max(0, min(len(self.recall), self.recall_at + message.step))
+        prompt = self.query_one(PromptArea)
+        prompt.text = self.recall[self.recall_at] if self.recall_at < len(self.recall) else ""
+        prompt.move_cursor(prompt.document.end)
+
+    def on_prompt_area_complete(self, message: PromptArea.Complete) -> None:
+        from magi_code.mission_control.mentions import complete
+
+        prompt = self.query_one(PromptArea)
+        row, column = prompt.cursor_location
+        line = prompt.document[row]
+        completed = complete(line[:column], Path(self.driver.admitted.cwd))
+        if completed is not None:
+            prompt.insert(completed)
+
+    async def on_prompt_area_submitted(self, message: PromptArea.Submitted) -> None:
+        text = message.text
+        if not text.strip():
+            return
+        size = utf8_size(text)
+        if size > PROMPT_BYTES:
+            await self.say(
+                f"Not sent: the prompt is {size:,} bytes; the limit is {PROMPT_BYTES:,}.", "error"
+            )
+            return
+        command = commands.parse(text)
+        if self.control is not None and (command is None or command.name not in ("help", "quit")):
+            await self.say("A turn is running: Esc stops it.", "warning")
+            return
+        self.query_one(PromptArea).clear()
+        self.quit_armed_at = None
+        if command is not None:
+            await self.command(command)
+            return
+        if self.recall is not None:
+            self.recall.append(text)
+            self.recall_at = len(self.recall)
+        if text.startswith("!") and text[1:].strip():
+            self.run_shell(text[1:].strip())
+            return
+        self.start_turn(text)
+
+    # ---- commands --------------------------------------------------------------------------
+
+    async def command(self, command: commands.Command) -> None:
+        name = command.name
+        if not name:
+            await self.say(f"Unknown command /{command.word}: /help lists them.", "error")
+        elif name == "help":
+            await self.say(commands.help_text())
+        elif name == "quit":
+            self.leave(0)
+        elif name == "clear":
+            await self.log_view.remove_children()
+        elif name == "new":
+            await self.log_view.remove_children()
+            session_id = self.driver.new_session()
+            await self.say(f"New session {session_id}")
+        elif name == "status":
+            await self.say(self.status_text())
+        elif name == "init":
+            self.start_turn(commands.INIT_PROMPT)
+        elif name == "diff":
+            await self.show_diff()
+        elif name == "compact":
+            self.state = "compacting"
+            self.refresh_status()
+            await self.say(await self.driver.compact(self))
+            self.state = "idle"
+        elif name == "model":
+            self.pick_model(command.argument)
+        elif name == "resume":
+            self.pick_session(command.argument)
+        elif name == "permissions":
+            self.pick_mode(command.argument)
+        self.refresh_status()
+
+    async def show_diff(self) -> None:
+        found = await self.driver.diff()
+        if found is None:
+            await self.say("No git diff here: not a git work tree, or git failed.", "warning")
+            return
+        tracked, untracked = found
+        if tracked:
+            await self.say(diff_text(tracked))
+        if untracked:
+            shown = ", ".join(untracked[:20]) + (" …" if len(untracked) > 20 else "")
+            await self.say(f"untracked: {shown}")
+        if not tracked and not untracked:
+            await self.say("No changes.")
+
+    def status_text(self) -> str:
+        driver, tally = self.driver, self.driver.tally
+        window = driver.context_window()
+        session = driver.attachment.session_id if driver.attachment else "(none yet)"
+        servers = ", ".join(driver.mcp_servers()) or "none"
+        from magi_code.context.loader import ordered_sources
+
+        told = [
+            f"  {kind:<9} {origin} ({size:,} bytes)"
+            for kind, origin, size in ordered_sources(driver.admitted.context)
+        ]
+        return "\n".join(
+            [
+                f"provider      {driver.provider}",
+                f"model         {driver.model}",
+                f"context       {tally.context:,} of {window:,} tokens",
+                f"this turn     {tally.turn_input:,} in, {tally.turn_output:,} out",
+                f"this session  {tally.session_input:,} in, {tally.session_output:,} out"
+                " (cost: no prices in the catalog)",
+                f"session       {session}",
+                f"workspace     {driver.admitted.cwd}",
+                f"trust         {trust_word(driver.admitted.trusted)}",
+                f"MCP servers   {servers}",
+                f"approvals     {driver.grants.mode}",
+                f"agent         {driver.admitted.context.profile.name}",
+                "instructions, in the order the model reads them:",
+                *told,
+            ]
+        )
+
+    def pick_model(self, argument: str) -> None:
+        options = [
+            (f"{provider}\t{model}", f"{provider} / {model}")
+            for provider, models in self.driver.models().items()
+            for model in models
+        ]
+
+        async def chosen(key: str | None) -> None:
+            if key is None:
+                return
+            provider, _, model = key.partition("\t")
+            try:
+                self.driver.select(provider, model)
+            except LaunchError as failed:
+                await self.say(failed.explain(), "error")
+                return
+            await self.say(f"Model: {provider} / {model}")
+            self.refresh_status()
+
+        if argument:
+            match = [key for key, _ in options if key.endswith("\t" + argument)]
+            self.call_later(chosen, match[0] if match else "\t" + argument)
+            return
+        self.push_screen(PickerScreen("Model", options), chosen)
+
+    def pick_session(self, argument: str) -> None:
+        async def chosen(session_id: str | None) -> None:
+            if session_id is None:
+                return
+            await self.resume(session_id)
+
+        if argument:
+            self.call_later(chosen, argument)
+            return
+        rows = self.driver.sessions()
+        if not rows:
+            self.notify("No stored sessions.")
+            return
+        self.push_screen(PickerScreen("Resume a session", [session_row(r) for r in rows]), chosen)
+
+    async def resume(self, session_id: str) -> None:
+        try:
+            notices = self.driver.open_session(session_id)
+        except SessionError as failed:
+            await self.say(f"Cannot open session {session_id}: {failed.code}", "error")
+            return
+        await self.log_view.remove_children()
+        await self.say(f"Resumed session {session_id}")
+        for notice in notices:
+            await self.say(notice, "warning")
+        await self.hydrate()
+        self.refresh_status()
+
+    def pick_mode(self, argument: str) -> None:
+        async def chosen(mode: str | None) -> None:
+            if mode in APPROVAL_MODES:
+                self.driver.grants.mode = mode
+                await self.say(f"Approval mode: {mode}")
+                self.refresh_status()
+            elif mode is not None:
+                await self.say("Approval modes: ask, edits, full", "error")
+
+        if argument:
+            self.call_later(chosen, argument)
+            return
+        options = [
+            ("ask", "ask: every write and command asks"),
+            ("edits", "edits: edits inside the workspace are allowed; commands ask"),
+            ("full", "full: everything the settings do not deny is allowed"),
+        ]
+        self.push_screen(PickerScreen("Approval mode", options), chosen)
+
+
+def session_row(row: StoredRow) -> tuple[str, str]:
+    from datetime import datetime
+
+    when = datetime.fromtimestamp(row.mtime_ns / 1e9).strftime("%Y-%m-%d %H:%M")
+    where = "" if row.here else "  (other workspace)"
+    label = f"{when}  {row.model or '?':<16} {row.size:>8} B  {row.first_prompt or '-'}{where}"
+    return row.session_id, label
+
+
+def trust_word(trusted: bool) -> str:
+    if trusted:
+        return "trusted (project settings, hooks, skills and agents apply)"
+    return "not trusted (`magi-code trust` lets this folder's own definitions apply)"

@@ -1,0 +1,605 @@
+"""Startup, sessions and turns for Mission Control: everything the terminal face asks of the
+runner, and no screen.
+
+`startup` is the pre-UI part (admitted snapshot, retention sweep) and runs before anything is
+drawn, after the folder-trust question (console.py). `Driver` owns the session attachment and
+the person's selection, and runs one turn at a time through the runner's one entry,
+`start_turn`, with the face as its emitter and approval answerer and the observers of
+observe.py wrapped around the turn's parts. It imports nothing of Textual, so it can be driven
+(and tested) without a screen.
+"""
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import anyio
+
+from magi_code.limits import APPROVAL_EXPIRY_MS, INPUT_HISTORY_PROMPTS
+from magi_code.mission_control.observe import (
+    ApprovalMode,
+    FacePolicy,
+    Grants,
+    ObservedProvider,
+    ObservedTool,
+    Observer,
+    PendingCall,
+    grant_key,
+)
+from magi_code.mission_control.preview import Preview, preview
+from magi_code.providers.base import Usage
+from magi_code.runner.entry import start_turn
+from magi_code.runner.events import Activity, MessageDelta, RunEvent, RunFinished
+from magi_code.runner.journal import SessionJournal
+from magi_code.runner.setup import context_window, parts, turn_setup
+from magi_code.runner.startup import Admitted, StartupError, admit
+from magi_code.runner.turn import Emitter, Turn, TurnControl, TurnSetup
+from magi_code.sessions import Attachment, Selection, SessionError, SessionStore
+from magi_code.sessions.reader import decode_record
+from magi_code.sessions.retention import auto_prune, latest_for, scan
+from magi_code.tools.approvals import ApprovalBroker
+from magi_code.tools.base import ToolContext, ToolInputError, ToolOutcome
+from magi_code.tools.paths import display
+from magi_code.tools.summaries import safe_summary
+
+if TYPE_CHECKING:
+    from magi_code.runner.agents import SessionAgents
+
+HEADER_BYTES = 64 * 1024  # how far a session file is read for its header line
+DIFF_TIMEOUT_S = 10.0
+DIFF_BYTES = 256 * 1024
+
+HINTS = {
+    "configuration_invalid": "edit the settings: MC_HOME/settings.toml, then "
+    "./.magi-code/settings.toml",
+    "provider_unavailable": "`magi-code login NAME` stores a key; `magi-code models` lists "
+    "what is configured",
+    "profile_invalid": "check the agent profile named by the `agent` setting",
+    "mcp_unavailable": "approve the server: add `magi-code mcp digest NAME` to mcp.approved "
+    "in MC_HOME/settings.toml, or disable it",
+    "startup_failed": "check that MC_HOME is writable",
+    "model_unknown": "pick one listed by `magi-code models`",
+    "provider_unknown": "name a provider of the settings' [providers] table",
+    "session_missing": "`magi-code sessions list` shows the stored sessions",
+    "cwd_mismatch": "a session resumes in the workspace it was started in",
+    "session_busy": "another magi-code has it open",
+}
+
+
+class LaunchError(Exception):
+    """A startup failure a person can act on: a code, what is wrong (a fixed phrase such as
+    the settings key at fault, never a value) and what to do about it."""
+
+    def __init__(self, code: str, detail: str = "") -> None:
+        super().__init__(code)
+        self.code, self.detail = code, detail
+
+    def explain(self) -> str:
+        detail = f" ({self.detail})" if self.detail else ""
+        # A detail that names the command to run (an MCP login) is the advice itself.
+        hint = None if "`magi-code " in self.detail else HINTS.get(self.code)
+        return f"magi-code: startup failed: {self.code}{detail}" + (f"\n  {hint}" if hint else "")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What the command line asked of Mission Control."""
+
+    prompt: str | None = None
+    resume: str | None = None  # a session id, or "" for the picker
+    continue_latest: bool = False
+    provider: str | None = None
+    model: str | None = None
+    approval_mode: ApprovalMode = "ask"
+    agent: str | None = None  # --agent: the primary agent profile
+
+
+def startup(cwd: str, env: Mapping[str, str], agent: str | None = None) -> tuple[Admitted, int]:
+    """The pre-UI steps: the admitted snapshot, then the retention sweep. Raises LaunchError.
+    Returns the snapshot and how many expired sessions the sweep removed."""
+    from magi_code.config.settings import SettingsError
+
+    try:
+        admitted = admit(cwd, env, agent=agent)
+    except StartupError as failed:
+        cause = failed.__cause__
+        detail = failed.detail or (str(cause) if isinstance(cause, SettingsError) else "")
+        if failed.code == "provider_unavailable":
+            detail = unavailable_provider(cwd, env)
+        raise LaunchError(failed.code, detail) from None
+    pruned = auto_prune(admitted.paths.home, admitted.settings, time.time_ns())
+    return admitted, len(pruned)
+
+
+def unavailable_provider(cwd: str, env: Mapping[str, str]) -> str:
+    """Which provider lacks credentials, and how to give it some (its name only if safe)."""
+    from magi_code.config import paths, settings
+    from magi_code.runner.startup import safe_name
+
+    try:
+        home = paths.resolve_home(env)
+        conf = settings.load(paths.Paths(home).settings, paths.project_settings(cwd))
+    except (OSError, settings.SettingsError):
+        return ""
+    name = safe_name(conf["provider"])
+    variable = conf["providers"][conf["provider"]].get("api_key_env")
+    how = f"run `magi-code login {name}`" if name else "run `magi-code login NAME`"
+    if isinstance(variable, str) and safe_name(variable):
+        how += f", or set {variable}"
+    return f"the provider {name or ''} has no usable credentials: {how}".replace("  ", " ")
+
+
+@dataclass
+class Tally:
+    """Token counts from provider usage: the current turn, the session, the last request."""
+
+    turn_input: int = 0
+    turn_output: int = 0
+    session_input: int = 0
+    session_output: int = 0
+    context: int = 0  # tokens of the last request and its reply
+
+    def add(self, usage: Usage) -> None:
+        self.turn_input += usage.input_tokens
+        self.turn_output += usage.output_tokens
+        self.session_input += usage.input_tokens
+        self.session_output += usage.output_tokens
+        self.context = usage.input_tokens + usage.output_tokens
+
+    def new_turn(self) -> None:
+        self.turn_input = self.turn_output = 0
+
+
+@dataclass(frozen=True)
+class StoredRow:
+    """One session as the resume picker shows it."""
+
+    session_id: str
+    first_prompt: str
+    mtime_ns: int
+    size: int
+    model: str
+    here: bool  # started in this workspace
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    kind: str
+    text: str
+    partial: bool
+
+
+@dataclass
+class Approval:
+    """One approval as the face shows it; `answer` and `allow_session` decide it."""
+
+    approval_id: str
+    summary: str
+    expires_in_ms: int
+    preview: Preview | None
+    answer: Callable[[bool], bool]
+    allow_session: Callable[[], bool]
+
+
+class Face(Emitter, Protocol):
+    async def approval(self, approval: Approval) -> None: ...  # shows it; returns at once
+    def usage(self, tally: Tally) -> None: ...
+    def reasoning(self, text: str) -> None: ...
+    def tool_output(self, output: str | None, preview: Preview | None) -> None: ...
+
+
+@dataclass
+class Driver:
+    admitted: Admitted
+    expiry_ms: int = APPROVAL_EXPIRY_MS
+    grants: Grants = field(default_factory=Grants)
+    tally: Tally = field(default_factory=Tally)
+    notices: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.store = SessionStore(Path(self.admitted.paths.home))
+        self.provider = self.admitted.provider
+        self.model = self.admitted.model
+        self.thinking = self.admitted.thinking
+        self.attachment: Attachment | None = None
+        self.agents: SessionAgents | None = None  # the session's melchior and children
+
+    # ---- selection -------------------------------------------------------------------------
+
+    def select(self, provider: str | None, model: str | None) -> None:
+        """Choose the provider and model (command line or /model); raises LaunchError."""
+        providers = self.admitted.settings.get("providers", {})
+        provider = provider or self.provider
+        if provider not in providers:
+            raise LaunchError("provider_unknown")
+        if model is None:
+            model = self.model if provider == self.provider else first_model(providers[provider])
+        if model is None or not self.available(provider, model):
+            raise LaunchError("model_unknown")
+        self.provider, self.model = provider, model
+        if self.attachment is not None:
+            self.record_selection(self.attachment)
+
+    def record_selection(self, attachment: Attachment) -> None:
+        """Keep the selection in the session as `session.open` restores it: in the header of
+        a session with no file yet, else in a later `session` record (the last one wins)."""
+        selection = Selection(self.provider, self.model, self.thinking)
+        if not attachment.durable:
+            attachment.selection = selection
+            return
+        try:
+            attachment.append({"type": "session", "selection": selection.to_record()}, fsync=True)
+            attachment.selection = selection
+        except (OSError, ValueError):
+            self.notices.append("The model choice could not be saved in the session.")
+
+    def available(self, provider: str, model: str) -> bool:
+        conf = self.admitted.settings.get("providers", {}).get(provider)
+        if not isinstance(conf, dict):
+            return False
+        return model in self.models().get(provider, []) or (
+            conf.get("discover") is True and not isinstance(conf.get("models"), list)
+        )
+
+    def models(self) -> dict[str, list[str]]:
+        """Configured models per provider, then those discovered and cached (no request;
+        the catalog module, which brings the HTTP stack, loads only for a discovering one)."""
+        providers = self.admitted.settings.get("providers", {})
+        cache: dict[str, dict[str, object]] = {}
+        if any(isinstance(c, dict) and c.get("discover") is True for c in providers.values()):
+            from magi_code.providers.catalog import load_cache
+
+            cache = load_cache(Path(self.admitted.paths.home))
+        found: dict[str, list[str]] = {}
+        for provider, conf in providers.items():
+            if not isinstance(conf, dict):
+                continue
+            listed = conf.get("models")
+            names = [m for m in listed if isinstance(m, str)] if isinstance(listed, list) else []
+            cached = cache.get(provider, {}).get("models") if conf.get("discover") else None
+            if isinstance(cached, list):
+                names += [m for m in cached if isinstance(m, str) and m not in names]
+            found[provider] = names
+        return found
+
+    def context_window(self) -> int:
+        return context_window(self.admitted.settings["providers"][self.provider])
+
+    # ---- sessions --------------------------------------------------------------------------
+
+    def new_session(self) -> str:
+        self.close_session()
+        selection = Selection(self.provider, self.model, self.thinking)
+        self.attachment = self.store.create(self.admitted.cwd, selection)
+        self.tally = Tally()
+        return self.attachment.session_id
+
+    def open_session(self, session_id: str) -> list[str]:
+        """Attach a stored session and restore its selection; raises SessionError."""
+        if not self.store_has(session_id):
+            raise SessionError("session_missing")
+        attachment, notices = self.store.open(session_id, self.admitted.cwd, self.available)
+        previous, self.attachment = self.attachment, attachment
+        if self.agents is not None:
+            self.agents.close()
+            self.agents = None
+        if previous is not None and previous is not attachment:
+            previous.close()
+        saved = attachment.selection
+        if saved is not None and "saved_selection_unavailable" not in notices:
+            self.provider, self.model = saved.provider, saved.model
+        if saved is not None:
+            self.thinking = saved.thinking
+        self.tally = Tally()
+        return notices
+
+    def store_has(self, session_id: str) -> bool:
+        try:
+            return self.store.path_of(session_id).exists()
+        except ValueError:
+            return False
+
+    def close_session(self) -> None:
+        if self.agents is not None:
+            self.agents.close()
+            self.agents = None
+        if self.attachment is not None:
+            self.attachment.close()
+            self.attachment = None
+
+    async def session_agents(self, attachment: Attachment) -> "SessionAgents | None":
+        """The session's melchior and children, opened on its first turn in a worker thread
+        (melchior boots meanwhile; the screen stays live). None when they cannot be."""
+        if self.agents is None:
+            from magi_code.runner.agents import SessionAgents
+
+            try:
+                self.agents = await anyio.to_thread.run_sync(
+                    SessionAgents.open, self.admitted, attachment
+                )
+            except Exception as failed:  # noqa: BLE001 - the turn goes on without peers
+                self.notices.append(f"melchior is unavailable ({type(failed).__name__}).")
+                return None
+        return self.agents  # its notices reach the screen as the first turn's diagnostics
+
+    def close(self) -> None:
+        self.close_session()
+        if self.admitted.mcp is not None:
+            self.admitted.mcp.close()
+
+    def sessions(self) -> list[StoredRow]:
+        """Stored sessions, this workspace's first, each group newest first."""
+        rows = []
+        for stored in scan(self.store.directory):
+            cwd, model = session_header(self.store.path_of(stored.session_id), stored.session_id)
+            rows.append(
+                StoredRow(
+                    stored.session_id,
+                    stored.first_prompt or "",
+                    stored.mtime_ns,
+                    stored.size,
+                    model,
+                    cwd == self.admitted.cwd,
+                )
+            )
+        return sorted(rows, key=lambda row: not row.here)  # stable: newest first within
+
+    def latest_here(self) -> str | None:
+        return latest_for(self.store.directory, self.admitted.cwd)
+
+    def history(self) -> list[HistoryEntry]:
+        """The attached session's projected history, parts joined into entries."""
+        if self.attachment is None:
+            return []
+        snapshot = self.attachment.history
+        entries: list[HistoryEntry] = []
+        texts: dict[str, list[str]] = {}
+        cursor: str | None = None
+        while True:
+            page = snapshot.page(snapshot.revision, cursor)
+            for part in page.entries:
+                texts.setdefault(part["message_id"], []).append(part["text"])
+                if part["last_part"]:
+                    text = "".join(texts.pop(part["message_id"]))
+                    entries.append(HistoryEntry(part["kind"], text, part["partial"]))
+            cursor = page.next_cursor
+            if cursor is None:
+                return entries
+
+    def prompt_history(self) -> list[str]:
+        """Prompts of this workspace's sessions, oldest first, at most INPUT_HISTORY_PROMPTS."""
+        found: list[str] = []
+        for row in self.sessions():
+            if not row.here or len(found) >= INPUT_HISTORY_PROMPTS:
+                break
+            found[:0] = user_prompts(self.store.path_of(row.session_id), row.session_id)
+        return found[-INPUT_HISTORY_PROMPTS:]
+
+    # ---- turns -----------------------------------------------------------------------------
+
+    def observer(self, face: Face) -> Observer:
+        def on_usage(usage: Usage, purpose: str) -> None:
+            self.tally.add(usage)
+            face.usage(self.tally)
+
+        return Observer(on_usage=on_usage, on_reasoning=face.reasoning, previewer=call_preview)
+
+    async def turn(self, prompt: str, face: Face, control: TurnControl) -> RunFinished:
+        """One turn of the attached session through the runner's entry; always returns its
+        RunFinished."""
+        if self.attachment is None:
+            self.new_session()
+        assert self.attachment is not None
+        self.tally.new_turn()
+        observer = self.observer(face)
+
+        def observe(setup: TurnSetup) -> None:
+            setup.provider = ObservedProvider(setup.provider, observer)
+            setup.tools = {name: ObservedTool(t, observer) for name, t in setup.tools.items()}
+            setup.policy = FacePolicy.over(setup.policy, self.grants)
+
+        agents = await self.session_agents(self.attachment)
+        return await start_turn(
+            self.admitted,
+            self.attachment,
+            (self.provider, self.model, self.thinking),
+            prompt,
+            run_id=os.urandom(16).hex(),
+            emitter=FaceEmitter(face, observer),
+            control=control,
+            approvals=self.broker(face, observer),
+            agents=agents,
+            observe=observe,
+        )
+
+    def broker(self, face: "Face", observer: Observer) -> ApprovalBroker:
+        """An approval broker whose announcements become the face's approvals."""
+
+        async def announce(approval_id: str, summary: str, expires_in_ms: int) -> None:
+            call, shown = observer.call, observer.preview
+
+            def allow_session() -> bool:
+                if call is not None:
+                    self.grants.exact.add(grant_key(call.tool, call.access))
+                return broker.answer(approval_id, True)
+
+            await face.approval(
+                Approval(
+                    approval_id,
+                    summary,
+                    expires_in_ms,
+                    shown,
+                    lambda allow: broker.answer(approval_id, allow),
+                    allow_session,
+                )
+            )
+
+        broker = ApprovalBroker(announce, expiry_ms=self.expiry_ms)
+        return broker
+
+    async def shell(self, command: str, face: Face) -> ToolOutcome:
+        """`!command`: the person's own command through the shell tool and the same policy
+        and approvals as a model's call (an approval mode or session rule applies alike).
+        It is shown, not recorded in the session: the model did not ask for it."""
+        observer = self.observer(face)
+        broker = self.broker(face, observer)
+        built = parts(self.admitted)  # the turn's own tools, environment and policy
+        shell = built.tools.get("shell")
+        if shell is None:
+            return ToolOutcome(False, "", "the agent profile does not offer the shell tool")
+        tool = ObservedTool(shell, observer)
+        ctx = ToolContext(Path(self.admitted.cwd), built.env)
+        try:
+            args = tool.parse(json.dumps({"command": command}))
+        except ToolInputError as bad:
+            return ToolOutcome(False, "", f"rejected: {bad.code}")
+        access = tool.access(args, ctx)
+        summary = safe_summary(tool.describe(args, ctx))
+        policy = FacePolicy.over(built.policy, self.grants)
+        decision = policy.decide(tool.name, access, ctx.workspace)
+        try:
+            allowed = decision == "allow" or (decision == "ask" and await broker.request(summary))
+        finally:
+            broker.deny_all()
+        if not allowed:
+            return ToolOutcome(False, "", f"denied: {summary}")
+        return await tool.run(args, ctx)
+
+    async def compact(self, face: Face) -> str:
+        """A manual compaction through the runner's own path: everything before the last
+        prompt becomes a summary the model writes. Returns what happened, for the screen."""
+        attachment = self.attachment
+        if attachment is None or not attachment.durable:
+            return "Nothing to compact yet."
+        journal = SessionJournal(attachment)
+        last_prompt = last_user_id(attachment)
+        if last_prompt is None:
+            return "Nothing to compact yet."
+        broker = self.broker(face, Observer())
+        setup = turn_setup(
+            self.admitted,
+            (self.provider, self.model, self.thinking),
+            attachment.session_id,
+            os.urandom(16).hex(),
+            broker,
+        )
+        turn = Turn(setup, journal, face, TurnControl())
+        turn.prompt_id = last_prompt
+        items = journal.replay()
+        try:
+            compacted = await turn.compact(items)
+        finally:
+            turn.record("run_finished", outcome="completed", error_code=None)
+            broker.deny_all()
+        if compacted is items:
+            return "Nothing was compacted."
+        self.tally.context = 0
+        return f"Compacted {len(items) - len(compacted) + 1} earlier items into a summary."
+
+    async def diff(self) -> tuple[str, list[str]] | None:
+        """The workspace's `git diff` (bounded) and its untracked files; None outside a git
+        work tree or when git fails."""
+        tracked = await self.git("diff", "--no-color", "--no-ext-diff")
+        status = await self.git("status", "--porcelain", "--untracked-files=all")
+        if tracked is None or status is None:
+            return None
+        untracked = [line[3:] for line in status.splitlines() if line.startswith("?? ")]
+        return tracked[:DIFF_BYTES], untracked
+
+    async def git(self, *args: str) -> str | None:
+        try:
+            with anyio.fail_after(DIFF_TIMEOUT_S):
+                done = await anyio.run_process(
+                    ["git", "--no-pager", *args],
+                    cwd=self.admitted.cwd,
+                    check=False,
+                    stdin=subprocess.DEVNULL,
+                )
+        except (OSError, TimeoutError):
+            return None
+        if done.returncode != 0:
+            return None
+        return done.stdout[: DIFF_BYTES + 1].decode("utf-8", "replace")
+
+    def mcp_servers(self) -> list[str]:
+        servers = self.admitted.settings.get("mcp", {}).get("servers", {})
+        return sorted(n for n, s in servers.items() if isinstance(s, dict) and s.get("enabled"))
+
+
+class FaceEmitter:
+    """The face as the runner's emitter, handed each tool's output (which run events do not
+    carry) just before the activity that ends the call."""
+
+    def __init__(self, face: Face, observer: Observer) -> None:
+        self.face, self.observer = face, observer
+
+    def delta(self, event: MessageDelta) -> None:
+        self.face.delta(event)
+
+    async def critical(self, event: RunEvent) -> None:
+        if isinstance(event, Activity) and event.kind == "tool" and event.state != "started":
+            self.face.tool_output(self.observer.output, self.observer.preview)
+        await self.face.critical(event)
+
+
+def call_preview(call: PendingCall) -> Preview | None:
+    """What the call will do, read before it runs; nothing for a read."""
+    if call.access.kind == "read":
+        return None
+    current: str | None = None
+    shown = ""
+    if call.access.paths:
+        path = call.access.paths[0]
+        shown = display(call.ctx, path)
+        try:
+            current = path.read_text(encoding="utf-8") if path.is_file() else None
+        except (OSError, UnicodeDecodeError):
+            current = None
+    return preview(call.tool, call.args, current, shown, str(call.ctx.workspace))
+
+
+def first_model(conf: object) -> str | None:
+    models = conf.get("models") if isinstance(conf, dict) else None
+    return next((m for m in models if isinstance(m, str)), None) if models else None
+
+
+def session_header(path: Path, session_id: str) -> tuple[str, str]:
+    """(cwd, model) from a session file's first record; empty strings when unknown."""
+    try:
+        with path.open("rb") as handle:
+            raw = handle.readline(HEADER_BYTES)
+        record = decode_record(raw.rstrip(b"\n"), session_id)
+    except (OSError, SessionError):
+        return "", ""
+    selection = record.get("selection")
+    model = selection.get("model") if isinstance(selection, dict) else None
+    return str(record.get("cwd", "")), model if isinstance(model, str) else ""
+
+
+def user_prompts(path: Path, session_id: str) -> list[str]:
+    """The prompts of one session file, in order; a bad line ends the read."""
+    found: list[str] = []
+    try:
+        with path.open("rb") as handle:
+            for raw in handle:
+                if not raw.endswith(b"\n"):
+                    break
+                record = decode_record(raw[:-1], session_id)
+                if record["type"] == "user":
+                    found.append(record["text"])
+    except (OSError, SessionError):
+        pass
+    return found
+
+
+def last_user_id(attachment: Attachment) -> str | None:
+    last = None
+    for record in attachment.records():
+        if record.get("type") == "user":
+            last = str(record.get("message_id"))
+    return last

@@ -1,0 +1,14 @@
+"""Run events as protocol data: `(name, data)` with the local agent's names and shapes.
+
+The local agent frames these as events; `magi-code exec --json` prints them as JSON Lines.
+One mapping, so a script sees what a protocol client sees. Pure: no I/O, no clock.
+"""
+
+from typing import Any
+
+from magi_code.runner.events import EVENT_NAMES, RunEvent
+
+
+def event_data(event: RunEvent, session_id: str, run_id: str) -> tuple[str, dict[str, Any]]:
+    # Run events are flat dataclasses: their fields are the event's data.
+    return EVENT_NAMES[type(event)], {"session_id": session_id, "run_id": run_id, **vars(event)}
