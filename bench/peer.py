@@ -31,7 +31,7 @@ from bench.mock_responses import MockResponses
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache" / "peer"
-SPAWNS = 10  # spawn measurements per system
+SPAWNS = int(os.environ.get("PEER_SPAWNS", "10"))  # spawn measurements per system
 TURNS = 20  # one-line turns per system, in one process
 BIG = 10_000  # deltas in the long reply
 BIG_RUNS = 3

@@ -8,11 +8,18 @@ to stderr with its traceback, so a developer sees what happened; otherwise nothi
 
 import os
 import sys
-import traceback
 
 
 def absorbed(where: str) -> None:
     """Call from inside an `except` block that absorbs the exception being handled."""
     if os.environ.get("MC_DEBUG_STDERR") != "1":
         return
+    import traceback
+
     print(f"magi-code: absorbed in {where}:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+
+
+def note(what: str) -> None:
+    """A one-line milestone for a developer (and the import-pinning tests) to read in order."""
+    if os.environ.get("MC_DEBUG_STDERR") == "1":
+        print(f"magi-code: {what}", file=sys.stderr, flush=True)

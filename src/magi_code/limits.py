@@ -20,6 +20,9 @@ PENDING_OUTPUT_FRAMES = 32
 OUTPUT_DEADLINE_MS = 2000
 CLOSING_DEADLINE_MS = 2000
 CLEANUP_WAIT_MS = 2000
+# The GIL switch interval while the runtime warms (runtime.py): a request waits at most this
+# long for a warming import to let go (Python's default is 5 ms).
+WARM_SWITCH_INTERVAL_S = 0.0005
 
 # Names reported in status
 NAME_BYTES = 256

@@ -2,6 +2,7 @@
 
 import json
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -478,3 +479,29 @@ def test_an_unavailable_selection_falls_back_to_the_startup_one(
     assert open_ok(child, unavailable)["notices"] == ["saved_selection_unavailable"]
     status = child.request("status")
     assert (status["provider"], status["model"]) == ("fixture", "fixture-model")
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def test_a_failed_open_leaves_no_melchior_behind(spawn: Spawn) -> None:
+    """melchior is launched before the session is read (it boots meanwhile); an open that
+    fails ends it again."""
+    child = ready(spawn())
+    fails(child, "session.open", {"session_id": new_sid()}, "session_missing")
+    deadline = time.monotonic() + 5
+    while _children(child.process.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _children(child.process.pid) == []
+    sid = child.request("session.create")["session_id"]  # and the next attach still works
+    assert child.request("status")["session_id"] == sid

@@ -13,9 +13,15 @@ import pytest
 from magi_code.config.credentials import CredentialStore, OAuthTokens
 from magi_code.providers.codex import CodexProvider
 from magi_code.providers.commands import login
+from magi_code.providers.fixture import FixtureProvider
 from magi_code.providers.openai_chat import OpenAIChatProvider
 from magi_code.providers.openai_responses import OpenAIResponsesProvider
-from magi_code.providers.registry import ConfigurationInvalid, build_provider, check_readiness
+from magi_code.providers.registry import (
+    WIRES,
+    ConfigurationInvalid,
+    build_provider,
+    check_readiness,
+)
 
 SECRET = "sk-test-SECRET-0123456789"
 
@@ -179,6 +185,10 @@ def test_build_provider_picks_the_wire_api(tmp_path: Path) -> None:
     codex_conf = {"wire_api": "codex", "token_url": "http://127.0.0.1:9/t"}
     codex = build_provider("codex", codex_conf, store, {}, sent_to=codex_conf)
     assert isinstance(codex, CodexProvider) and codex.auth.token_url == "http://127.0.0.1:9/t"
+    for wire in ("anthropic", "openai-responses", "openai-chat", "codex", "fixture"):
+        made = build_provider(wire, {"wire_api": wire}, store, {}, sent_to=None)
+        assert type(made).__module__ == WIRES[wire].module  # one row of the table builds it
+    assert isinstance(build_provider("fixture", {}, store, {}, sent_to=None), FixtureProvider)
     with pytest.raises(ConfigurationInvalid):
         build_provider("x", {"wire_api": "nope"}, store, {}, sent_to=None)
 

@@ -2,11 +2,12 @@
 serve path to the `initialize` result with a real provider configured loads no more than the
 fixture path and the provider's own small modules; `melchior tool` stays as lean."""
 
-import fcntl
 import json
 import os
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -84,9 +85,12 @@ def imported(importtime: bytes) -> set[str]:
     return names
 
 
-def serve_imports_to_initialize(tmp: Path, wire: str) -> tuple[dict[str, object], set[str]]:
-    """The modules `serve --stdio` imported by the time its initialize result arrived (the
-    child idles after it, so the import log read at once holds nothing later)."""
+WARMING = b"magi-code: warming"
+
+
+def serve_import_log(tmp: Path, wire: str, until: bytes) -> tuple[dict[str, object], bytes]:
+    """`serve --stdio` with a `wire` provider configured, initialized: its answer, and its
+    import log up to the first line holding `until` (within a deadline)."""
     home = tmp / wire
     home.mkdir()
     (home / "settings.toml").write_text(
@@ -104,19 +108,39 @@ def serve_imports_to_initialize(tmp: Path, wire: str) -> tuple[dict[str, object]
         cwd=tmp,
     )
     assert child.stdin is not None and child.stdout is not None and child.stderr is not None
+    log = b""
     try:
         child.stdin.write(INITIALIZE)
         child.stdin.flush()
         answer = json.loads(child.stdout.readline())
-        fcntl.fcntl(child.stderr, fcntl.F_SETFL, os.O_NONBLOCK)
-        log = child.stderr.read() or b""
+        deadline = time.monotonic() + 20
+        while until not in log and time.monotonic() < deadline:
+            if select.select([child.stderr], [], [], 0.1)[0]:
+                log += os.read(child.stderr.fileno(), 65536)
     finally:
         child.kill()
         child.wait()
         child.stdin.close()
         child.stdout.close()
         child.stderr.close()
+    assert until in log
+    return answer, log[: log.index(until)]
+
+
+def serve_imports_to_initialize(tmp: Path, wire: str) -> tuple[dict[str, object], set[str]]:
+    """The modules `serve --stdio` imported by the time its initialize result was written:
+    all it logged before it started warming (which follows that result)."""
+    answer, log = serve_import_log(tmp, wire, WARMING)
     return answer, imported(log)
+
+
+def test_the_runtime_warms_after_initialize_without_a_request(tmp_path: Path) -> None:
+    """The first session's and turn's modules load (and the event loop starts) on their own
+    once the initialize result is out, so session.create and turn.start find them ready."""
+    answer, log = serve_import_log(tmp_path, "openai-responses", b"magi-code: warmed")
+    assert answer["result"]["status"]["readiness"] == "ready", answer
+    assert WARMING in log
+    assert {"magi_code.sessions", "magi_code.runner.turn", "anyio", "httpx2"} <= imported(log)
 
 
 @pytest.mark.parametrize("wire", ["openai-responses", "anthropic", "openai-chat"])
@@ -129,6 +153,15 @@ def test_initialize_with_a_real_provider_loads_only_its_small_modules(
     assert answer["result"]["status"]["readiness"] == "ready", answer
     assert real - fixture <= PROVIDER_OWN, sorted(real - fixture)
     assert not real & OFF_THE_START, sorted(real & OFF_THE_START)
+
+
+def test_the_fixture_is_checked_by_the_registry_and_loads_no_wire_module(tmp_path: Path) -> None:
+    answer, loaded = serve_imports_to_initialize(tmp_path, "fixture")
+    assert answer["result"]["status"]["readiness"] == "ready", answer
+    assert "magi_code.providers.registry" in loaded  # one dispatch table, the fixture a row
+    assert "magi_code.config.credentials" not in loaded  # its row needs no credential
+    wires = {f"magi_code.providers.{m}" for m in ("fixture", "openai_responses", "anthropic")}
+    assert not loaded & (OFF_THE_START | wires), sorted(loaded & (OFF_THE_START | wires))
 
 
 MELCHIOR_TOOL = {

@@ -4,6 +4,8 @@ A code is all an error response carries: never an exception's text, a path, a cr
 or any part of the input that caused it. Anything else reaching the wire is a bug.
 """
 
+from magi_code.errors import MagiError
+
 PROTOCOL_ERRORS = frozenset(
     {
         "invalid_frame",
@@ -53,7 +55,7 @@ ALL_ERRORS = PROTOCOL_ERRORS | STARTUP_ERRORS | SESSION_ERRORS | TURN_ERRORS
 CLOSING_ERRORS = frozenset({"protocol_mismatch", "request_limit", "frame_too_large"})
 
 
-class RequestRejected(Exception):
+class RequestRejected(MagiError):
     """A request answered with an error code; `code` is always one of ALL_ERRORS."""
 
     def __init__(self, code: str) -> None:

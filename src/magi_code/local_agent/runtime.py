@@ -2,9 +2,15 @@
 
 Threads: the protocol loop calls the handlers; session and history work runs on one worker
 thread at a time (overlap is `busy`); a run lives in the runtime's anyio event loop (a
-blocking portal thread, started by the first session operation so asyncio is never on the
-path to the initialize result). Run events reach the protocol loop through `EventChannel`.
+blocking portal thread). Run events reach the protocol loop through `EventChannel`.
 State changes happen on the protocol loop only; workers post their results back to it.
+
+Warming: once the initialize result is written, the server creates the runtime and `warm`
+imports, on a thread of its own, what the first session and turn load (the session store,
+the runner, asyncio and anyio, the provider's wire and the HTTP stack), then starts the event
+loop; so asyncio is never on the path to the initialize result, yet session.create and
+turn.start find it ready. Warming holds no lock while it imports (the portal lock only while
+the loaded loop starts), so a request that arrives meanwhile never waits on it for long.
 """
 
 from __future__ import annotations
@@ -13,8 +19,6 @@ import contextlib
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from magi_code import limits
 from magi_code.local_agent.channel import ChannelFull, EventChannel, Item
@@ -23,12 +27,13 @@ from magi_code.local_agent.errors import RequestRejected
 from magi_code.local_agent.output import OutputFailed, OversizeFrame, UnencodableFrame, uuid4
 from magi_code.local_agent.params import exact
 
+TYPE_CHECKING = False  # `typing` and `dataclasses` cost milliseconds where the runtime is made
 if TYPE_CHECKING:
-    from typing import Protocol
+    from typing import Any, Protocol
 
     from anyio.from_thread import BlockingPortal
 
-    from magi_code.runner.agents import SessionAgents
+    from magi_code.runner.agents import Boot, SessionAgents
     from magi_code.runner.events import MessageDelta, RunEvent
     from magi_code.runner.startup import Admitted
     from magi_code.runner.turn import TurnControl
@@ -53,35 +58,43 @@ if TYPE_CHECKING:
         ) -> None: ...
 
 
-@dataclass
 class ActiveRun:
-    run_id: str
-    control: TurnControl
-    broker: ApprovalBroker | None = None
-    ended: bool = False  # the turn returned; its terminal event is queued or lost
+    def __init__(self, run_id: str, control: TurnControl) -> None:
+        self.run_id, self.control = run_id, control
+        self.broker: ApprovalBroker | None = None
+        self.ended = False  # the turn returned; its terminal event is queued or lost
 
 
-@dataclass
 class Pending:
     """The one session/history operation in flight, answered once (result or cancel)."""
 
-    request_id: str
-    answered: bool = False
+    def __init__(self, request_id: str) -> None:
+        self.request_id = request_id
+        self.answered = False
+
+
+# What the first session and turn import, in the order they need it (the provider's wire
+# module and the event loop are added by `warm`).
+SESSION_MODULES = ("magi_code.sessions", "magi_code.runner.agents", "magi_code.runner.subagents")
+LOOP_MODULES = ("asyncio", "anyio.from_thread")
+TURN_MODULES = (
+    "magi_code.runner.entry",
+    "magi_code.tools.approvals",
+    "magi_code.providers.clients",
+    "httpx2",
+    "httpcore2",
+)
 
 
 class LocalRuntime:
     def __init__(self, server: Host, admitted: Admitted) -> None:
-        from magi_code.sessions import SessionStore
-
         self.server, self.admitted = server, admitted
         self.provider: str | None = admitted.provider
         self.model: str | None = admitted.model
         self.thinking: str | None = admitted.thinking
         self.session_id: str | None = None
         self.run_id: str | None = None
-        from pathlib import Path
-
-        self.store: SessionStore = SessionStore(Path(admitted.paths.home))
+        self._store: SessionStore | None = None  # made by the first session operation
         self.attachment: Attachment | None = None
         self.agents: SessionAgents | None = None  # the attached session's melchior and children
         self.operation: Pending | None = None
@@ -90,6 +103,7 @@ class LocalRuntime:
         self._portal: BlockingPortal | None = None
         self._portal_cm: Any = None
         self._portal_lock = threading.Lock()
+        self._closing = False
 
     # ---- the server's Runtime protocol -------------------------------------------------------
 
@@ -139,6 +153,8 @@ class LocalRuntime:
         closer.join(timeout)
 
     def _close(self) -> None:
+        with self._portal_lock:  # a warming thread starts no loop after this
+            self._closing = True
         if self._portal is not None and "magi_code.providers.clients" in sys.modules:
             from magi_code.providers.clients import close_clients
 
@@ -156,13 +172,61 @@ class LocalRuntime:
     # ---- the event loop ----------------------------------------------------------------------
 
     def portal(self) -> BlockingPortal:
+        from anyio.from_thread import start_blocking_portal  # before the lock: see `warm`
+
         with self._portal_lock:
             if self._portal is None:
-                from anyio.from_thread import start_blocking_portal
-
+                if self._closing:
+                    raise RuntimeError("the runtime is closing")
                 self._portal_cm = start_blocking_portal("asyncio")
                 self._portal = self._portal_cm.__enter__()
             return self._portal
+
+    def warm(self) -> None:
+        """Load the first session's and turn's modules and start the loop, on a thread of
+        its own (see the module docstring). Failing there only leaves the work to the first
+        request that needs it."""
+        # Imports hold the GIL for a switch interval at a time: a shorter one while warming
+        # lets the protocol loop answer a request that arrives meanwhile without that wait.
+        # Set here, before the thread starts: a thread already waiting keeps its interval.
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(limits.WARM_SWITCH_INTERVAL_S)
+        try:
+            threading.Thread(target=self._warm, args=(interval,), name="warm", daemon=True).start()
+        except RuntimeError:  # no thread to be had: the first requests do the work
+            sys.setswitchinterval(interval)
+
+    def _warm(self, interval: float) -> None:
+        from magi_code.debug import absorbed, note
+
+        try:
+            for name in SESSION_MODULES + LOOP_MODULES:
+                __import__(name)  # the C path: -X importtime logs it
+            self.portal()
+            for name in (*TURN_MODULES, self._wire_module()):
+                __import__(name)  # the C path: -X importtime logs it
+            note("warmed")
+        except Exception:  # noqa: BLE001 - warming is an optimisation, never a failure
+            absorbed("warming")
+        finally:
+            sys.setswitchinterval(interval)
+
+    def _wire_module(self) -> str:
+        from magi_code.providers.registry import WIRES, wire_api
+
+        provider = self.provider or ""
+        return WIRES[wire_api(provider, self.admitted.settings["providers"][provider])].module
+
+    @property
+    def store(self) -> SessionStore:
+        """The session store (a worker thread: the one session operation in flight)."""
+        if self._store is None:
+            from pathlib import Path
+
+            from magi_code.sessions import SessionStore
+
+            self._store = SessionStore(Path(self.admitted.paths.home))
+        return self._store
 
     # ---- sessions ----------------------------------------------------------------------------
 
@@ -200,9 +264,15 @@ class LocalRuntime:
         exact(request.params, {})
 
         def work() -> Any:
-            self.portal()
-            attachment = self.store.create(self.admitted.cwd, self._selection())
-            return attachment, self._agents_for(attachment)
+            boot = self._boot()  # melchior boots while the session is made
+            try:
+                attachment = self.store.create(self.admitted.cwd, self._selection())
+            except BaseException:
+                boot.abandon()
+                raise
+            agents = self._agents_for(attachment, boot)
+            self.portal()  # started by `warm` unless that failed: turn.start must not wait
+            return attachment, agents
 
         def done(made: tuple[Attachment, SessionAgents]) -> None:
             attachment, agents = made
@@ -228,9 +298,16 @@ class LocalRuntime:
             raise RequestRejected("invalid_params")
 
         def work() -> Any:
-            self.portal()
-            attachment, notices = self.store.open(session_id, self.admitted.cwd, self._available)
-            return attachment, notices, self._agents_for(attachment)
+            boot = self._boot()  # melchior boots while the session is read
+            try:
+                opened = self.store.open(session_id, self.admitted.cwd, self._available)
+            except BaseException:
+                boot.abandon()
+                raise
+            attachment, notices = opened
+            agents = self._agents_for(attachment, boot)
+            self.portal()  # started by `warm` unless that failed: turn.start must not wait
+            return attachment, notices, agents
 
         def done(opened: tuple[Attachment, list[str], SessionAgents]) -> None:
             attachment, notices, agents = opened
@@ -262,11 +339,16 @@ class LocalRuntime:
         if previous_agents is not None:
             previous_agents.close()
 
-    def _agents_for(self, attachment: Attachment) -> SessionAgents:
+    def _boot(self) -> Boot:
+        from magi_code.runner.agents import Boot
+
+        return Boot(self.admitted)
+
+    def _agents_for(self, attachment: Attachment, boot: Boot) -> SessionAgents:
         """The session's melchior (invocation `local_agent`, or `subagent` when delegated)."""
         from magi_code.runner.agents import SessionAgents
 
-        return SessionAgents.open(self.admitted, attachment)
+        return SessionAgents.open(self.admitted, attachment, boot)
 
     def _selection(self) -> Any:
         from magi_code.sessions import Selection

@@ -80,6 +80,7 @@ class Server:
         self.init_cancel = threading.Event()  # set when shutdown or EOF cancels startup
         self.mcp_managers: list[Any] = []  # every MCP manager startup produced, even late
         self.runtime: Runtime | None = None
+        self.on_ready: Callable[[], None] | None = None  # once the initialize result is out
         self._posted: deque[Callable[[], None]] = deque()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -172,6 +173,8 @@ class Server:
         if error is None:
             self.init_state, self.admitted = "ready", admitted
             self.reply(self.init_request, self.initialize_result())
+            if self.on_ready is not None:
+                self.on_ready()
         else:
             code = error.code if isinstance(error, StartupError) else "startup_failed"
             self.init_state, self.startup_error = "failed", code

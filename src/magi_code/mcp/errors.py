@@ -1,8 +1,14 @@
 """The closed set of MCP startup failures, as protocol startup codes. No text, no paths."""
 
+from typing import Literal
 
-class McpStartupError(Exception):
-    code = "mcp_unavailable"
+from magi_code.errors import MagiError
+
+McpStartupCode = Literal["mcp_unavailable", "startup_cancelled"]
+
+
+class McpStartupError(MagiError):
+    code: McpStartupCode = "mcp_unavailable"
 
     def __init__(self) -> None:
         super().__init__(self.code)
@@ -11,7 +17,7 @@ class McpStartupError(Exception):
 class McpUnavailable(McpStartupError):
     """An enabled server is unapproved, failed to start, or missed its deadline."""
 
-    code = "mcp_unavailable"
+    code: McpStartupCode = "mcp_unavailable"
 
 
 class McpLoginRequired(McpUnavailable):
@@ -26,7 +32,7 @@ class McpLoginRequired(McpUnavailable):
 class McpCancelled(McpStartupError):
     """Startup was cancelled (shutdown) before every server connected."""
 
-    code = "startup_cancelled"
+    code: McpStartupCode = "startup_cancelled"
 
 
 class DefinitionError(ValueError):

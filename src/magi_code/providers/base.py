@@ -9,6 +9,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from magi_code.errors import MagiError
+
 # ---- request -------------------------------------------------------------------------------
 
 
@@ -106,7 +108,7 @@ ProviderErrorCode = Literal[
 
 
 @dataclass
-class ProviderError(Exception):
+class ProviderError(MagiError):
     code: ProviderErrorCode
     status: int | None = None
     retryable: bool = False

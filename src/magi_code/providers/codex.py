@@ -8,7 +8,7 @@ refresh answer is a bounded control response.
 import base64
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 
@@ -137,3 +137,21 @@ class CodexProvider:
             except ProviderError as error:
                 if error.code != "auth_failed" or delivered or second:
                     raise
+
+
+def build(
+    provider_id: str,
+    conf: Mapping[str, object],
+    credentials: CredentialStore,
+    env: Mapping[str, str],
+    policy: HttpPolicy | None,
+) -> CodexProvider:
+    """The registry's row for `codex` (providers/registry.py)."""
+    from magi_code.providers.registry import base_url, codex_auth_settings
+
+    url = base_url(conf, "codex")
+    policy = policy or HttpPolicy()
+    token_url, client_id = codex_auth_settings(conf)
+    return CodexProvider(
+        provider_id, CodexAuth(provider_id, credentials, token_url, client_id, policy), url, policy
+    )

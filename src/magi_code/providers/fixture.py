@@ -17,9 +17,11 @@ Once the script is exhausted, a call answers "done.". A malformed script fails t
 `refused`, as a real provider refuses a request it cannot parse.
 """
 
+from __future__ import annotations
+
 import json
-from collections.abc import AsyncIterator, Sequence
-from typing import Any, cast
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from magi_code.prefixes import Prefix
 from magi_code.providers.base import (
@@ -36,6 +38,10 @@ from magi_code.providers.base import (
     Usage,
     UserText,
 )
+
+if TYPE_CHECKING:
+    from magi_code.config.credentials import CredentialStore
+    from magi_code.providers.http import HttpPolicy
 
 DEFAULT_REPLY = "Hello from the fixture model."
 PREFIX = "fixture:"
@@ -148,3 +154,14 @@ class FixtureProvider:
         input_chars = self._request_chars(request.items)
         yield Usage(input_tokens=input_chars // 4, output_tokens=len(text) // 4)
         yield Completed("tool_use" if step.get("tools") else "end_turn")
+
+
+def build(
+    provider_id: str,
+    conf: Mapping[str, object],
+    credentials: CredentialStore,
+    env: Mapping[str, str],
+    policy: HttpPolicy | None,
+) -> FixtureProvider:
+    """The registry's row for `fixture` (providers/registry.py): no URL, no credential."""
+    return FixtureProvider()

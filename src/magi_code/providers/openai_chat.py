@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 
+from magi_code.config.credentials import CredentialStore
 from magi_code.providers.base import (
     AssistantText,
     Completed,
@@ -185,3 +186,19 @@ class OpenAIChatProvider:
                     yield event
         for event in state.finish_events():
             yield event
+
+
+def build(
+    provider_id: str,
+    conf: Mapping[str, object],
+    credentials: CredentialStore,
+    env: Mapping[str, str],
+    policy: HttpPolicy | None,
+) -> OpenAIChatProvider:
+    """The registry's row for `openai-chat` (providers/registry.py)."""
+    from magi_code.providers.registry import api_key, base_url
+
+    url = base_url(conf, "openai-chat")
+    return OpenAIChatProvider(
+        provider_id, url, api_key(provider_id, conf, credentials, env), policy or HttpPolicy()
+    )

@@ -8,6 +8,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 
+from magi_code.config.credentials import CredentialStore
 from magi_code.providers.base import (
     AssistantText,
     Completed,
@@ -161,6 +162,22 @@ class OpenAIResponsesProvider:
         async with aclosing(events):  # closing this stream closes the request now
             async for event in events:
                 yield event
+
+
+def build(
+    provider_id: str,
+    conf: Mapping[str, object],
+    credentials: CredentialStore,
+    env: Mapping[str, str],
+    policy: HttpPolicy | None,
+) -> OpenAIResponsesProvider:
+    """The registry's row for `openai-responses` (providers/registry.py)."""
+    from magi_code.providers.registry import api_key, base_url
+
+    url = base_url(conf, "openai-responses")
+    return OpenAIResponsesProvider(
+        provider_id, url, api_key(provider_id, conf, credentials, env), policy or HttpPolicy()
+    )
 
 
 async def stream_responses(

@@ -14,25 +14,41 @@ HTTP client never follows redirects, so no credential reaches another origin tha
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Mapping
 
-from magi_code.config.credentials import CredentialsError, NoCredentials
-
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:  # readiness runs on the path to `initialize`: the HTTP layer is not loaded
+    from typing import Literal
+
     from magi_code.config.credentials import CredentialStore, OAuthTokens
     from magi_code.providers.base import Provider
     from magi_code.providers.http import HttpPolicy
 
-WIRE_APIS = ("openai-responses", "openai-chat", "anthropic", "codex", "fixture")
-DEFAULT_BASE_URLS = {
-    "openai-responses": "https://api.openai.com/v1",
-    "openai-chat": "https://api.openai.com/v1",
-    "anthropic": "https://api.anthropic.com/v1",
-    "codex": "https://chatgpt.com/backend-api/codex",
+    ReadinessCode = Literal["configuration_invalid", "provider_unavailable"]
+
+
+class Wire:
+    """One row of the dispatch table: the module whose `build(provider_id, conf, credentials,
+    env, policy)` makes the provider, its default base URL, and what readiness asks for:
+    "api_key" (a key, or a loopback URL), "oauth" (Codex tokens) or None (nothing)."""
+
+    __slots__ = ("credential", "default_url", "module")
+
+    def __init__(self, module: str, default_url: str | None, credential: str | None) -> None:
+        self.module, self.default_url, self.credential = module, default_url, credential
+
+
+_OPENAI = "https://api.openai.com/v1"
+WIRES = {
+    "openai-responses": Wire("magi_code.providers.openai_responses", _OPENAI, "api_key"),
+    "openai-chat": Wire("magi_code.providers.openai_chat", _OPENAI, "api_key"),
+    "anthropic": Wire("magi_code.providers.anthropic", "https://api.anthropic.com/v1", "api_key"),
+    "codex": Wire("magi_code.providers.codex", "https://chatgpt.com/backend-api/codex", "oauth"),
+    "fixture": Wire("magi_code.providers.fixture", None, None),
 }
+WIRE_APIS = tuple(WIRES)
+
 # Compatible local servers need no key; a provider whose base_url is loopback may run keyless.
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
@@ -49,7 +65,7 @@ def wire_api(provider_id: str, conf: Mapping[str, object]) -> str:
 
 
 def base_url(conf: Mapping[str, object], wire: str) -> str:
-    value = conf.get("base_url", DEFAULT_BASE_URLS.get(wire, ""))
+    value = conf.get("base_url", WIRES[wire].default_url or "")
     if not isinstance(value, str) or not value.startswith(("http://", "https://")):
         raise ConfigurationInvalid("base_url must be an http(s) URL")
     if not _authority_ok(value) or any(c in value for c in " \t\r\n\x00"):
@@ -118,6 +134,8 @@ def scoped_credentials(
 ) -> tuple[CredentialStore, Mapping[str, str]]:
     if credential_allowed(provider_id, conf, sent_to):
         return credentials, env
+    from magi_code.config.credentials import NoCredentials
+
     return NoCredentials(), {}
 
 
@@ -133,6 +151,12 @@ def tokens_ready(tokens: OAuthTokens | None, now: float) -> bool:
     return tokens.expires_at > now or bool(tokens.refresh_token)
 
 
+def credential_needed(provider_id: str, conf: Mapping[str, object]) -> bool:
+    """Whether readiness must look at credentials at all (its row's `credential`); raises
+    ConfigurationInvalid for an unknown wire. A row that needs none is ready as it is."""
+    return WIRES[wire_api(provider_id, conf)].credential is not None
+
+
 def check_readiness(
     provider_id: str,
     conf: Mapping[str, object],
@@ -141,16 +165,19 @@ def check_readiness(
     now: float | None = None,
     *,
     sent_to: Mapping[str, object] | None,
-) -> str | None:
+) -> ReadinessCode | None:
     """None when the provider can be used; else "configuration_invalid" or
     "provider_unavailable". Local only: files and environment, never the network."""
+    from magi_code.config.credentials import CredentialsError
+
     credentials, env = scoped_credentials(provider_id, conf, credentials, env, sent_to)
     try:
         wire = wire_api(provider_id, conf)
-        if wire == "fixture":
+        needs = WIRES[wire].credential
+        if needs is None:
             return None
         url = base_url(conf, wire)
-        if wire == "codex":
+        if needs == "oauth":
             tokens = credentials.oauth(provider_id)
             ready = tokens_ready(tokens, time.time() if now is None else now)
             return None if ready else "provider_unavailable"
@@ -171,36 +198,14 @@ def build_provider(
     *,
     sent_to: Mapping[str, object] | None,
 ) -> Provider:
+    """The provider `conf` describes, built by its wire's module (raises ConfigurationInvalid).
+    `policy` None is each HTTP wire's default policy."""
+    from importlib import import_module  # not at the top: readiness runs before `initialize`
+
     credentials, env = scoped_credentials(provider_id, conf, credentials, env, sent_to)
-
-    wire = wire_api(provider_id, conf)
-    if wire == "fixture":
-        # The lead's module; imported by name so this file does not depend on it at check time.
-        fixture = importlib.import_module("magi_code.providers.fixture")
-        provider: Provider = fixture.FixtureProvider()
-        return provider
-    from magi_code.providers.http import HttpPolicy  # the HTTP stack: only for a real provider
-
-    url = base_url(conf, wire)
-    policy = policy or HttpPolicy()
-    if wire == "codex":
-        from magi_code.providers.codex import CodexAuth, CodexProvider
-
-        token_url, client_id = codex_auth_settings(conf)
-        auth = CodexAuth(provider_id, credentials, token_url, client_id, policy)
-        return CodexProvider(provider_id, auth, url, policy)
-    key = api_key(provider_id, conf, credentials, env)
-    if wire == "openai-chat":
-        from magi_code.providers.openai_chat import OpenAIChatProvider
-
-        return OpenAIChatProvider(provider_id, url, key, policy)
-    if wire == "anthropic":
-        from magi_code.providers.anthropic import AnthropicProvider
-
-        return AnthropicProvider(provider_id, url, key, policy)
-    from magi_code.providers.openai_responses import OpenAIResponsesProvider
-
-    return OpenAIResponsesProvider(provider_id, url, key, policy)
+    module = import_module(WIRES[wire_api(provider_id, conf)].module)
+    provider: Provider = module.build(provider_id, conf, credentials, env, policy)
+    return provider
 
 
 def codex_auth_settings(conf: Mapping[str, object]) -> tuple[str, str]:

@@ -82,6 +82,22 @@ def bound(settings: Mapping[str, Any], key: str, ceiling: int) -> int:
     return min(value, ceiling)
 
 
+class Boot:
+    """The first half of `SessionAgents.open`: `melchior serve` launched and its vocabulary
+    being read. A face makes it before it attaches the session, so melchior boots meanwhile;
+    it hands it to `open`, or calls `abandon` if the session could not be attached."""
+
+    def __init__(self, admitted: Admitted) -> None:
+        self.env = melchior_env(admitted.env)
+        self.talk = peers.talk_setting(admitted.settings)
+        self.process = peers.launch(self.env, self.talk, admitted.cwd)
+        self.described = Described(self.env, admitted.env.get(VOCABULARY_ENV))
+
+    def abandon(self) -> None:
+        if self.process is not None:
+            peers.end(self.process)
+
+
 class SessionAgents:
     def __init__(
         self,
@@ -105,12 +121,13 @@ class SessionAgents:
         self.vocabulary = vocabulary if melchior is not None else None
 
     @classmethod
-    def open(cls, admitted: Admitted, attachment: Attachment) -> SessionAgents:
-        """Blocking (a worker thread): the delegation kept, and melchior started."""
-        env = melchior_env(admitted.env)
-        talk = peers.talk_setting(admitted.settings)
-        booting = peers.launch(env, talk, admitted.cwd)
-        described = Described(env, admitted.env.get(VOCABULARY_ENV))
+    def open(
+        cls, admitted: Admitted, attachment: Attachment, boot: Boot | None = None
+    ) -> SessionAgents:
+        """Blocking (a worker thread): the delegation kept, and melchior started (or taken
+        from `boot`, launched before the session was attached)."""
+        boot = boot or Boot(admitted)
+        env, talk, booting, described = boot.env, boot.talk, boot.process, boot.described
         from magi_code.runner import delegation
 
         given = delegation.from_env(admitted.env)

@@ -228,7 +228,7 @@ def ready(
         return None, UNAVAILABLE
     listening = _first_event(process)
     if listening is None or listening.get("event") != "listening":
-        _end(process)
+        end(process)
         return None, UNAVAILABLE
     spec = listening.get("environment")
     identity = (
@@ -260,7 +260,8 @@ def _first_event(process: subprocess.Popen[bytes]) -> dict[str, Any] | None:
     return event if isinstance(event, dict) else None
 
 
-def _end(process: subprocess.Popen[bytes]) -> None:
+def end(process: subprocess.Popen[bytes]) -> None:
+    """Close its stdin and wait for it (bounded), else kill it."""
     if process.stdin is not None:
         with contextlib.suppress(OSError):
             process.stdin.close()

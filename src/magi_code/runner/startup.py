@@ -22,23 +22,34 @@ from collections.abc import Mapping
 
 from magi_code.config import paths, settings, trust
 from magi_code.context import loader, profiles
+from magi_code.errors import MagiError
 from magi_code.limits import NAME_BYTES
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:
     import threading
-    from typing import Any
+    from typing import Any, Literal
 
     from magi_code.context.loader import Context
     from magi_code.mcp.manager import McpManager
 
+    StartupCode = Literal[
+        "configuration_invalid",
+        "provider_unavailable",
+        "profile_invalid",
+        "mcp_unavailable",
+        "startup_cancelled",
+        "startup_failed",
+    ]
 
-class StartupError(Exception):
+
+class StartupError(MagiError):
     """`code` goes on the wire; `detail`, a precise message for a terminal, never does."""
 
-    def __init__(self, code: str, detail: str | None = None) -> None:
+    def __init__(self, code: StartupCode, detail: str | None = None) -> None:
         super().__init__(code)
-        self.code, self.detail = code, detail
+        self.code: StartupCode = code
+        self.detail = detail
 
 
 class Admitted:
@@ -271,10 +282,15 @@ def check_provider(
     credential_providers: Mapping[str, Any],
 ) -> None:
     provider_conf = conf["providers"][conf["provider"]]
-    if provider_conf.get("wire_api") == "fixture":
+    from magi_code.providers import registry
+
+    try:
+        needed = registry.credential_needed(conf["provider"], provider_conf)
+    except registry.ConfigurationInvalid as exc:
+        raise StartupError("configuration_invalid") from exc
+    if not needed:  # the store is not even loaded for a row that needs none (the fixture)
         return
     from magi_code.config.credentials import CredentialStore
-    from magi_code.providers import registry
 
     code = registry.check_readiness(
         conf["provider"],

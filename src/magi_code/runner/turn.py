@@ -31,6 +31,7 @@ import anyio
 
 from magi_code import limits
 from magi_code.debug import absorbed
+from magi_code.errors import MagiError
 from magi_code.providers.base import (
     AssistantText,
     Completed,
@@ -93,10 +94,15 @@ class OutputUnavailable(Exception):
     """A critical event could not be delivered within its bound."""
 
 
-class RunFailed(Exception):
-    def __init__(self, code: str) -> None:
+RunFailedCode = Literal["content_limit", "execution_failed"]
+
+
+class RunFailed(MagiError):
+    """The run cannot go on; `code` is its run.finished error code."""
+
+    def __init__(self, code: RunFailedCode) -> None:
         super().__init__(code)
-        self.code = code
+        self.code: RunFailedCode = code
 
 
 class TurnControl:
@@ -197,7 +203,8 @@ class Turn:
             )
         except (OSError, ValueError):  # ValueError: a record the session schema refuses
             return RunFinished("failed", "not_started", None, "persistence_failed")
-        outcome, error = "completed", None
+        outcome = "completed"
+        error: str | None = None
         with self.control.enter() as scope:
             try:
                 projected, revision = self.journal.acknowledge(message_id)

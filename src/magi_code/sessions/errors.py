@@ -6,6 +6,8 @@ so the protocol server can put `error.code` on the wire as it is.
 
 from typing import Literal, get_args
 
+from magi_code.errors import MagiError
+
 SessionCode = Literal[
     "busy",
     "stale_session",
@@ -21,7 +23,7 @@ SessionCode = Literal[
 SESSION_CODES: frozenset[str] = frozenset(get_args(SessionCode))
 
 
-class SessionError(Exception):
+class SessionError(MagiError):
     """A session operation failed with one closed code; `str(err)` is the code itself."""
 
     def __init__(self, code: SessionCode) -> None:
