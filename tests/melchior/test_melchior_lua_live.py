@@ -172,7 +172,7 @@ def test_refusals_are_lua_errors_carrying_the_code(host: Host, world: World) -> 
     shape = host.lua.eval(
         "function(m, id) local _, e = pcall(m.connect, id) return type(e), tostring(e), e.code end"
     )
-    assert shape(host.m, b"omega-psi") == (
+    assert shape(host.m, b"nobody-here") == (
         b"table",
         b"melchior: unknown_session",
         b"unknown_session",
@@ -185,7 +185,8 @@ def test_dead_and_absent_sessions(host: Host, world: World) -> None:
     path = registry.join(world.mel.directory(), world.dead.id)
     assert os.path.exists(path)  # a SIGKILLed session leaves its socket behind
     assert host.refusal(host.m.connect, world.dead.id.encode()) == "gone"
-    assert host.refusal(host.m.connect, b"omega-psi") == "unknown_session"
+    # A valid id the minter never draws (not two of its words), so no session here holds it.
+    assert host.refusal(host.m.connect, b"nobody-here") == "unknown_session"
     assert host.refusal(host.m.connect, b"../demo") == "unknown_session"
 
 
@@ -241,7 +242,7 @@ def test_the_walls_on_both_sides(host: Host, world: World) -> None:
 def test_the_same_answers_as_the_python_tool(host: Host, world: World) -> None:
     """Whatever the tool answers a caller with this environment, the Lua client answers too.
     (Not for the dead session: the tool would reap its socket, which Lua cannot do.)"""
-    for target in (world.a.id, world.sub.id, "omega-psi", world.far.id, "../demo"):
+    for target in (world.a.id, world.sub.id, "nobody-here", world.far.id, "../demo"):
         answer, _ = tool.run(["--verb=status", f"--who={target}"], world.caller, io.BytesIO())
         ok, value = host.try_(host.m.connect, target.encode())
         assert ok == answer["ok"], target
