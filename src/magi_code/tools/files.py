@@ -15,6 +15,7 @@ import anyio.from_thread
 from magi_code.tools import args as A
 from magi_code.tools.base import Access, ToolContext, ToolOutcome
 from magi_code.tools.limits import (
+    BINARY_SNIFF_BYTES,
     CANCEL_CHECK_LINES,
     EDIT_FILE_BYTES,
     READ_DEFAULT_LINES,
@@ -76,6 +77,12 @@ class ReadFile:
     async def run(self, args: ReadArgs, ctx: ToolContext) -> ToolOutcome:
         path = resolve(ctx, args.path)
         shown = display(ctx, path)
+        if ctx.host is not None and ctx.host.read_text is not None:
+            try:
+                text = await ctx.host.read_text(path)
+            except Exception:  # noqa: BLE001 - the host's refusal, whatever its words
+                return failed("host_error", f"the client could not read {shown}", f"read {shown}")
+            return _read_text(text, shown, args)
         try:
             return await anyio.to_thread.run_sync(_read, path, shown, args, abandon_on_cancel=True)
         except OSError as e:
@@ -106,6 +113,27 @@ def _read(path: Path, shown: str, args: ReadArgs) -> ToolOutcome:
     if raw is not None:
         text += f"\n[more lines follow: read_file with offset={last + 1}]"
     return ToolOutcome(ok=True, output=text, summary=f"read {shown} (lines {first}-{last})")
+
+
+def _read_text(text: str, shown: str, args: ReadArgs) -> ToolOutcome:
+    """`_read` over text the host gave, with the same numbering, bounds and notes."""
+    if "\x00" in text[:BINARY_SNIFF_BYTES]:
+        return failed("not_text", f"{shown} looks binary", f"read {shown}")
+    out = Lines(TEXT_BYTES)
+    lines = text.splitlines()
+    number = args.offset - 1
+    for line in lines[args.offset - 1 :]:
+        if len(out.lines) >= args.limit or not out.add(f"{number + 1:6}\t{cut_line(line)}"):
+            break
+        number += 1
+    first, last = args.offset, number
+    if not out.lines:
+        note = "(empty file)" if not lines else f"(no line {args.offset}: {len(lines)} lines)"
+        return ToolOutcome(ok=True, output=note, summary=f"read {shown} (no lines)")
+    shown_text = "\n".join(out.lines)
+    if last < len(lines):
+        shown_text += f"\n[more lines follow: read_file with offset={last + 1}]"
+    return ToolOutcome(ok=True, output=shown_text, summary=f"read {shown} (lines {first}-{last})")
 
 
 @dataclass(frozen=True)
@@ -143,6 +171,14 @@ class WriteFile:
             data = args.content.encode("utf-8")
         except UnicodeEncodeError:
             return failed("not_text", "content is not valid Unicode", f"write {shown}")
+        if ctx.host is not None and ctx.host.write_text is not None:
+            try:
+                await ctx.host.write_text(path, args.content)
+            except Exception:  # noqa: BLE001 - the host's refusal, whatever its words
+                return failed("host_error", f"the client could not write {shown}", f"write {shown}")
+            return ToolOutcome(
+                ok=True, output=f"wrote {shown} ({len(data)} bytes)", summary=f"wrote {shown}"
+            )
         try:
             existed = await anyio.to_thread.run_sync(_write, path, data)
         except OSError as e:
@@ -208,6 +244,27 @@ class EditFile:
     async def run(self, args: EditArgs, ctx: ToolContext) -> ToolOutcome:
         path = resolve(ctx, args.path)
         shown = display(ctx, path)
+        host = ctx.host
+        if host is not None and host.read_text is not None and host.write_text is not None:
+            try:
+                text = await host.read_text(path)
+            except Exception:  # noqa: BLE001 - the host's refusal, whatever its words
+                return failed("host_error", f"the client could not read {shown}", f"edit {shown}")
+            try:
+                too_large = len(text.encode("utf-8")) > EDIT_FILE_BYTES
+            except UnicodeEncodeError:
+                return failed("not_text", f"{shown} is not UTF-8 text", f"edit {shown}")
+            if too_large:
+                why = f"{shown} exceeds {EDIT_FILE_BYTES} bytes"
+                return failed("too_large", why, f"edit {shown}")
+            edited = _replaced(text, shown, args)
+            if isinstance(edited, ToolOutcome):
+                return edited
+            try:
+                await host.write_text(path, edited[0].decode("utf-8"))
+            except Exception:  # noqa: BLE001 - the host's refusal, whatever its words
+                return failed("host_error", f"the client could not write {shown}", f"edit {shown}")
+            return _edited(shown, edited[1])
         try:
             return await anyio.to_thread.run_sync(_edit, path, shown, args)
         except OSError as e:
@@ -224,6 +281,17 @@ def _edit(path: Path, shown: str, args: EditArgs) -> ToolOutcome:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return failed("not_text", f"{shown} is not UTF-8 text", summary)
+    edited = _replaced(text, shown, args)
+    if isinstance(edited, ToolOutcome):
+        return edited
+    with open_regular(path, write=True) as handle:
+        handle.write(edited[0])
+    return _edited(shown, edited[1])
+
+
+def _replaced(text: str, shown: str, args: EditArgs) -> tuple[bytes, int] | ToolOutcome:
+    """The edited file as UTF-8 and the number of replacements, or why there are none."""
+    summary = f"edit {shown}"
     count = text.count(args.old)
     if count == 0:
         return failed("no_match", f"`old` does not occur in {shown}", summary)
@@ -236,8 +304,10 @@ def _edit(path: Path, shown: str, args: EditArgs) -> ToolOutcome:
         new_data = text.replace(args.old, args.new).encode("utf-8")
     except UnicodeEncodeError:
         return failed("not_text", "`new` is not valid Unicode", summary)
-    with open_regular(path, write=True) as handle:
-        handle.write(new_data)
+    return new_data, count
+
+
+def _edited(shown: str, count: int) -> ToolOutcome:
     plural = "" if count == 1 else "s"
     return ToolOutcome(
         ok=True, output=f"edited {shown}: {count} replacement{plural}", summary=f"edited {shown}"

@@ -14,13 +14,16 @@ Rules:
 
 import codecs
 import subprocess
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
 import anyio.abc
 
 from magi_code.tools import args as A
 from magi_code.tools.base import Access, ToolContext, ToolOutcome
+from magi_code.tools.host_io import HostRun
 from magi_code.tools.limits import (
     SHELL_DRAIN_S,
     SHELL_KILL_GRACE_S,
@@ -32,6 +35,7 @@ from magi_code.tools.processes import kill_group
 from magi_code.tools.summaries import safe_summary
 
 SHELL = "/bin/sh"
+HostRunner = Callable[[str, Path, float, int], Awaitable[HostRun]]
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,8 @@ class Shell:
         return safe_summary(f"run: {args.command}")
 
     async def run(self, args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
+        if ctx.host is not None and ctx.host.run is not None:
+            return await self.run_on_host(args, ctx.host.run, ctx)
         capture = Capture(self.output_bytes)
         try:
             # Shielded: a cancellation landing inside the spawn would orphan a started child.
@@ -136,6 +142,28 @@ class Shell:
                 await process.aclose()
         timed_out = deadline.cancelled_caught and exit_code is None
         return _outcome(args, process.returncode, capture, timed_out)
+
+    async def run_on_host(self, args: ShellArgs, run: HostRunner, ctx: ToolContext) -> ToolOutcome:
+        """The command in the client's terminal; the client owns the process and its kill."""
+        try:
+            ended = await run(args.command, ctx.workspace, args.timeout_s, self.output_bytes)
+        except Exception:  # noqa: BLE001 - the client's refusal, whatever its words
+            return ToolOutcome(False, "error: the client could not run it", "run: failed to start")
+        text, data = ended.output, ended.output.encode("utf-8", "replace")
+        if len(data) > self.output_bytes:  # a client that ignored the limit: keep its tail
+            text = data[-self.output_bytes :].decode("utf-8", "ignore")
+        if ended.truncated or len(data) > self.output_bytes:
+            text = "[... earlier output omitted ...]\n" + text
+        if ended.timed_out:
+            status = f"timed out after {args.timeout_s:g} s; process killed"
+        elif ended.exit_code is None:
+            status = f"killed by signal {ended.signal or 'unknown'}"
+        else:
+            status = f"exit code {ended.exit_code}"
+        ok = not ended.timed_out and ended.exit_code == 0
+        if not text.endswith("\n"):
+            text += "\n" if text else "(no output)\n"
+        return ToolOutcome(ok, f"{text}[{status}]", f"run: {args.command} ({status})")
 
 
 async def _collect(process: anyio.abc.Process, capture: Capture) -> None:

@@ -1,0 +1,80 @@
+"""The ACP client's files and terminals as the tools' HostIO, for one session.
+
+Only what the client declared in `initialize` is offered: `fs.readTextFile`, `fs.writeTextFile`,
+`terminal`. A command runs as `/bin/sh -c` in a client terminal: created, awaited up to its
+timeout (then killed), its output read, and always released; on cancellation it is killed and
+released first. The terminal's creation and that cleanup are shielded and bounded by
+CLEANUP_WAIT_MS, so a cancel never leaves an unknown terminal behind nor waits on a stuck client.
+"""
+
+from pathlib import Path
+
+import anyio
+from acp.interfaces import Client
+from acp.schema import ClientCapabilities
+
+from magi_code import limits
+from magi_code.tools.host_io import HostIO, HostRun
+from magi_code.tools.shell import SHELL
+
+
+def host_io(client: Client, session_id: str, caps: ClientCapabilities | None) -> HostIO | None:
+    """The HostIO of what the client offers; None when it offers nothing."""
+    fs = caps.fs if caps is not None else None
+    reads = bool(fs is not None and fs.read_text_file)
+    writes = bool(fs is not None and fs.write_text_file)
+    terminal = bool(caps is not None and caps.terminal)
+    if not (reads or writes or terminal):
+        return None
+
+    async def read_text(path: Path) -> str:
+        read = await client.read_text_file(session_id=session_id, path=str(path))
+        return read.content
+
+    async def write_text(path: Path, text: str) -> None:
+        await client.write_text_file(session_id=session_id, path=str(path), content=text)
+
+    async def run(command: str, cwd: Path, timeout_s: float, output_bytes: int) -> HostRun:
+        return await run_in_terminal(client, session_id, command, cwd, timeout_s, output_bytes)
+
+    return HostIO(
+        read_text=read_text if reads else None,
+        write_text=write_text if writes else None,
+        run=run if terminal else None,
+    )
+
+
+async def run_in_terminal(
+    client: Client, session_id: str, command: str, cwd: Path, timeout_s: float, output_bytes: int
+) -> HostRun:
+    bound = limits.CLEANUP_WAIT_MS / 1000
+    with anyio.CancelScope(shield=True), anyio.fail_after(bound):
+        made = await client.create_terminal(
+            session_id=session_id,
+            command=SHELL,
+            args=["-c", command],
+            cwd=str(cwd),
+            output_byte_limit=output_bytes,
+        )
+    terminal = {"session_id": session_id, "terminal_id": made.terminal_id}
+    try:
+        with anyio.move_on_after(timeout_s) as deadline:
+            await client.wait_for_terminal_exit(**terminal)
+        if deadline.cancelled_caught:
+            await client.kill_terminal(**terminal)
+        out = await client.terminal_output(**terminal)
+    except BaseException:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(bound):
+            await client.kill_terminal(**terminal)
+        raise
+    finally:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(bound):
+            await client.release_terminal(**terminal)
+    status = out.exit_status
+    return HostRun(
+        output=out.output,
+        truncated=out.truncated,
+        exit_code=None if deadline.cancelled_caught or status is None else status.exit_code,
+        signal=status.signal if status is not None else None,
+        timed_out=deadline.cancelled_caught,
+    )
