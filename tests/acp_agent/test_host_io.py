@@ -2,7 +2,10 @@
 `initialize` (ACP `fs/*` and `terminal/*`), and the local disk for what it does not."""
 
 import asyncio
+import contextlib
 import json
+import os
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -43,6 +46,11 @@ class Terminal:
         self.process, self.limit = process, limit
         self.output = b""
         self.reader = asyncio.create_task(self.read())
+
+    async def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        await self.process.wait()
 
     async def read(self) -> None:
         assert self.process.stdout is not None
@@ -88,6 +96,7 @@ class EditorClient(RecordingClient):
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,  # its own group, so a kill takes the whole command
         )
         terminal_id = f"term-{len(self.terminals)}"
         self.terminals[terminal_id] = Terminal(process, output_byte_limit)
@@ -114,17 +123,12 @@ class EditorClient(RecordingClient):
 
     async def kill_terminal(self, session_id: str, terminal_id: str, **_: Any) -> None:
         self.calls.append(("kill", terminal_id))
-        process = self.terminals[terminal_id].process
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+        await self.terminals[terminal_id].kill()
 
     async def release_terminal(self, session_id: str, terminal_id: str, **_: Any) -> None:
         self.calls.append(("release", terminal_id))
         terminal = self.terminals[terminal_id]
-        if terminal.process.returncode is None:
-            terminal.process.kill()
-        await terminal.process.wait()
+        await terminal.kill()
         await terminal.reader
 
     def kinds(self) -> list[str]:
