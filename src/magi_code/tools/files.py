@@ -120,7 +120,9 @@ def _read_text(text: str, shown: str, args: ReadArgs) -> ToolOutcome:
     if "\x00" in text[:BINARY_SNIFF_BYTES]:
         return failed("not_text", f"{shown} looks binary", f"read {shown}")
     out = Lines(TEXT_BYTES)
-    lines = text.splitlines()
+    lines = [line.removesuffix("\r") for line in text.split("\n")]  # as `decode_line` splits
+    if lines[-1] == "":
+        lines.pop()  # the text ends with a line feed, or is empty
     number = args.offset - 1
     for line in lines[args.offset - 1 :]:
         if len(out.lines) >= args.limit or not out.add(f"{number + 1:6}\t{cut_line(line)}"):
