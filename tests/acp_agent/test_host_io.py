@@ -25,6 +25,7 @@ from acp.schema import (
 )
 
 from magi_code.client import environment
+from magi_code.tools.limits import SHELL_OUTPUT_BYTES
 
 from .test_acp import MAGI_CODE, RecordingClient, records, run, script
 
@@ -96,6 +97,7 @@ class EditorClient(RecordingClient):
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
+            env={**os.environ, "EDITOR_API_KEY": "editor-secret"},  # the client's own
             start_new_session=True,  # its own group, so a kill takes the whole command
         )
         terminal_id = f"term-{len(self.terminals)}"
@@ -218,22 +220,26 @@ def test_a_rejected_edit_never_reaches_the_client(workspace: Path, home: Path) -
 
 def test_a_client_with_a_terminal_runs_the_shell_there(workspace: Path, home: Path) -> None:
     client = EditorClient({})
+    line = 'echo in-terminal; pwd; echo "key=$EDITOR_API_KEY home=$HOME"; exit 3'
 
     async def scenario() -> None:
         async with editor(workspace, home, client, TERMINAL) as conn:
             session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
             sid = session.session_id
             client.answers = ["allow_once"]
-            turn = script(call("shell", command="echo in-terminal; pwd; exit 3"), {"text": "ok"})
+            turn = script(call("shell", command=line), {"text": "ok"})
             await conn.prompt(session_id=sid, prompt=[text_block(turn)])
             result = results(home, sid)["shell"]
-            assert result == f"in-terminal\n{workspace.resolve()}\n[exit code 3]"
+            tool_home = environment(home)["HOME"]
+            expected = f"in-terminal\n{workspace.resolve()}\nkey= home={tool_home}\n[exit code 3]"
+            assert result == expected  # the tools' environment, not the editor's
 
     run(scenario)
     assert client.kinds() == ["permission", "create", "wait", "output", "release"]
     (_, (command, args, cwd, limit)), *_ = [c for c in client.calls if c[0] == "create"]
-    assert (command, args, cwd) == ("/bin/sh", ["-c", "echo in-terminal; pwd; exit 3"], cwd)
-    assert cwd == str(workspace.resolve()) and isinstance(limit, int) and limit > 0
+    assert command == "/usr/bin/env" and args[0] == "-i"
+    assert args[-3:] == ["/bin/sh", "-c", line]
+    assert cwd == str(workspace.resolve()) and limit == SHELL_OUTPUT_BYTES
 
 
 def test_a_cancelled_shell_kills_and_releases_its_terminal(workspace: Path, home: Path) -> None:

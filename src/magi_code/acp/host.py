@@ -1,12 +1,15 @@
 """The ACP client's files and terminals as the tools' HostIO, for one session.
 
 Only what the client declared in `initialize` is offered: `fs.readTextFile`, `fs.writeTextFile`,
-`terminal`. A command runs as `/bin/sh -c` in a client terminal: created, awaited up to its
-timeout (then killed), its output read, and always released; on cancellation it is killed and
-released first. The terminal's creation and that cleanup are shielded and bounded by
-CLEANUP_WAIT_MS, so a cancel never leaves an unknown terminal behind nor waits on a stuck client.
+`terminal`. A command runs as `/bin/sh -c` in a client terminal under `env -i` with the tools'
+environment (a terminal's `env` can only add to the client's own, and the tools' environment
+holds no credentials): created, awaited up to its timeout (then killed), its output read, and
+always released; on cancellation it is killed and released first. The terminal's creation and
+that cleanup are shielded and bounded by CLEANUP_WAIT_MS, so a cancel never leaves an unknown
+terminal behind nor waits on a stuck client.
 """
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import anyio
@@ -16,6 +19,8 @@ from acp.schema import ClientCapabilities
 from magi_code import limits
 from magi_code.tools.host_io import HostIO, HostRun
 from magi_code.tools.shell import SHELL
+
+ENV = "/usr/bin/env"
 
 
 def host_io(client: Client, session_id: str, caps: ClientCapabilities | None) -> HostIO | None:
@@ -34,8 +39,11 @@ def host_io(client: Client, session_id: str, caps: ClientCapabilities | None) ->
     async def write_text(path: Path, text: str) -> None:
         await client.write_text_file(session_id=session_id, path=str(path), content=text)
 
-    async def run(command: str, cwd: Path, timeout_s: float, output_bytes: int) -> HostRun:
-        return await run_in_terminal(client, session_id, command, cwd, timeout_s, output_bytes)
+    async def run(
+        command: str, cwd: Path, env: Mapping[str, str], timeout_s: float, output_bytes: int
+    ) -> HostRun:
+        argv = ["-i", *(f"{name}={value}" for name, value in env.items()), SHELL, "-c", command]
+        return await run_in_terminal(client, session_id, argv, cwd, timeout_s, output_bytes)
 
     return HostIO(
         read_text=read_text if reads else None,
@@ -45,14 +53,14 @@ def host_io(client: Client, session_id: str, caps: ClientCapabilities | None) ->
 
 
 async def run_in_terminal(
-    client: Client, session_id: str, command: str, cwd: Path, timeout_s: float, output_bytes: int
+    client: Client, session_id: str, argv: list[str], cwd: Path, timeout_s: float, output_bytes: int
 ) -> HostRun:
     bound = limits.CLEANUP_WAIT_MS / 1000
     with anyio.CancelScope(shield=True), anyio.fail_after(bound):
         made = await client.create_terminal(
             session_id=session_id,
-            command=SHELL,
-            args=["-c", command],
+            command=ENV,
+            args=argv,
             cwd=str(cwd),
             output_byte_limit=output_bytes,
         )

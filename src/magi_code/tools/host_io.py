@@ -5,7 +5,7 @@ Each capability is present only when the client offers it; a tool falls back to 
 for the rest. The permission policy has judged the call before any of these is reached.
 """
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +27,10 @@ class HostIO:
     read_text: Callable[[Path], Awaitable[str]] | None = None
     # Replace the whole text of a canonical path through the host.
     write_text: Callable[[Path, str], Awaitable[None]] | None = None
-    # Run a `/bin/sh -c` command in a folder, for at most `timeout_s` seconds, keeping at most
-    # `output_bytes` of output; the host's process is killed and released on timeout and cancel.
-    run: Callable[[str, Path, float, int], Awaitable[HostRun]] | None = None
+    # Run a `/bin/sh -c` command in a folder with exactly the given environment, for at most
+    # `timeout_s` seconds, keeping at most `output_bytes` of output; the host's process is
+    # killed and released on timeout and on cancellation.
+    run: "HostRunner | None" = None
+
+
+HostRunner = Callable[[str, Path, Mapping[str, str], float, int], Awaitable[HostRun]]

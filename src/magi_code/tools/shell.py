@@ -14,16 +14,14 @@ Rules:
 
 import codecs
 import subprocess
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import anyio
 import anyio.abc
 
 from magi_code.tools import args as A
 from magi_code.tools.base import Access, ToolContext, ToolOutcome
-from magi_code.tools.host_io import HostRun
+from magi_code.tools.host_io import HostRunner
 from magi_code.tools.limits import (
     SHELL_DRAIN_S,
     SHELL_KILL_GRACE_S,
@@ -35,7 +33,6 @@ from magi_code.tools.processes import kill_group
 from magi_code.tools.summaries import safe_summary
 
 SHELL = "/bin/sh"
-HostRunner = Callable[[str, Path, float, int], Awaitable[HostRun]]
 
 
 @dataclass(frozen=True)
@@ -146,7 +143,9 @@ class Shell:
     async def run_on_host(self, args: ShellArgs, run: HostRunner, ctx: ToolContext) -> ToolOutcome:
         """The command in the client's terminal; the client owns the process and its kill."""
         try:
-            ended = await run(args.command, ctx.workspace, args.timeout_s, self.output_bytes)
+            ended = await run(
+                args.command, ctx.workspace, ctx.env, args.timeout_s, self.output_bytes
+            )
         except Exception:  # noqa: BLE001 - the client's refusal, whatever its words
             return ToolOutcome(False, "error: the client could not run it", "run: failed to start")
         text, data = ended.output, ended.output.encode("utf-8", "replace")
