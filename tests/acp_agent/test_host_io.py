@@ -25,6 +25,7 @@ from acp.schema import (
 )
 
 from magi_code.client import environment
+from magi_code.limits import ACP_FILE_BYTES
 from magi_code.tools.limits import SHELL_OUTPUT_BYTES
 
 from .test_acp import MAGI_CODE, RecordingClient, records, run, script
@@ -285,3 +286,23 @@ def test_a_client_offering_nothing_leaves_the_tools_local(workspace: Path, home:
     assert client.kinds() == ["permission", "permission"]
     assert target.read_text() == "colour: blue\n"
     assert json.dumps(client.buffers)  # untouched by the agent
+
+
+@pytest.mark.parametrize(("size", "hosted"), [(ACP_FILE_BYTES, True), (ACP_FILE_BYTES + 1, False)])
+def test_a_file_past_the_acp_bound_is_read_locally(
+    workspace: Path, home: Path, size: int, hosted: bool
+) -> None:
+    target = workspace / "big.txt"
+    target.write_text("d" * size)
+    client = EditorClient({str(target): "from the editor\n"})
+
+    async def scenario() -> None:
+        async with editor(workspace, home, client, FILES) as conn:
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            turn = script(call("read_file", path="big.txt"))
+            await conn.prompt(session_id=session.session_id, prompt=[text_block(turn)])
+            result = results(home, session.session_id)["read_file"]
+            assert ("from the editor" in result) is hosted
+
+    run(scenario)
+    assert client.kinds() == (["read"] if hosted else [])

@@ -15,6 +15,7 @@ from magi_code.tools.limits import EDIT_FILE_BYTES, LINE_CHARS
 pytestmark = pytest.mark.anyio
 
 TOOLS = builtin_tools()
+FILE_BYTES = 2 * EDIT_FILE_BYTES  # what these hosts carry: past every tool's own bound
 
 
 class Buffers:
@@ -34,7 +35,7 @@ class Buffers:
         self.texts[path] = text
 
     def context(self, ctx: ToolContext) -> ToolContext:
-        host = HostIO(read_text=self.read_text, write_text=self.write_text)
+        host = HostIO(FILE_BYTES, read_text=self.read_text, write_text=self.write_text)
         return ToolContext(ctx.workspace, ctx.env, host=host)
 
 
@@ -116,3 +117,18 @@ async def test_host_writes_and_edits_leave_the_disk_alone(ws: Path, ctx: ToolCon
     assert wrote.output == "wrote sub/n.txt (6 bytes)"
     assert host.texts == {ws / "a.txt": "y = 1\ny = 1\n", ws / "sub/n.txt": "héllo"}
     assert list(ws.iterdir()) == []
+
+
+@pytest.mark.parametrize(("size", "hosted"), [(10, True), (11, False)])
+async def test_files_past_what_the_host_carries_stay_local(
+    ws: Path, ctx: ToolContext, size: int, hosted: bool
+) -> None:
+    disk = ws / "on-disk.txt"
+    disk.write_text("d" * size)
+    host = Buffers({disk: "from the host\n"})
+    small = ToolContext(ws, ctx.env, host=HostIO(10, host.read_text, host.write_text))
+    read = await call("read_file", small, path="on-disk.txt")
+    assert ("from the host" in read.output) is hosted
+    wrote = await call("write_file", small, path="new.txt", content="w" * size)
+    assert wrote.ok and (ws / "new.txt").exists() is not hosted
+    assert host.writes == ([ws / "new.txt"] if hosted else [])

@@ -1,11 +1,12 @@
 """The ACP client's files and terminals as the tools' HostIO, for one session.
 
 Only what the client declared in `initialize` is offered: `fs.readTextFile`, `fs.writeTextFile`,
-`terminal`. A command runs as `/bin/sh -c` in a client terminal under `env -i` with the tools'
-environment (a terminal's `env` can only add to the client's own, and the tools' environment
-holds no credentials): created, awaited up to its timeout (then killed), its output read, and
-always released; on cancellation it is killed and released first. The terminal's creation and
-that cleanup are shielded and bounded by CLEANUP_WAIT_MS, so a cancel never leaves an unknown
+`terminal`; files beyond ACP_FILE_BYTES stay local, so no answer can outgrow a message. A
+command runs as `/bin/sh -c` in a client terminal under `env -i` with the tools' environment (a
+terminal's `env` can only add to the client's own, and the tools' environment holds no
+credentials): created, awaited up to its timeout (then killed), its output read, and always
+released; on cancellation it is killed and released first. The terminal's creation and that
+cleanup are shielded and bounded by CLEANUP_WAIT_MS, so a cancel never leaves an unknown
 terminal behind nor waits on a stuck client.
 """
 
@@ -46,6 +47,7 @@ def host_io(client: Client, session_id: str, caps: ClientCapabilities | None) ->
         return await run_in_terminal(client, session_id, argv, cwd, timeout_s, output_bytes)
 
     return HostIO(
+        file_bytes=limits.ACP_FILE_BYTES,
         read_text=read_text if reads else None,
         write_text=write_text if writes else None,
         run=run if terminal else None,

@@ -14,6 +14,7 @@ import anyio.from_thread
 
 from magi_code.tools import args as A
 from magi_code.tools.base import Access, ToolContext, ToolOutcome
+from magi_code.tools.host_io import HostIO
 from magi_code.tools.limits import (
     BINARY_SNIFF_BYTES,
     CANCEL_CHECK_LINES,
@@ -77,9 +78,10 @@ class ReadFile:
     async def run(self, args: ReadArgs, ctx: ToolContext) -> ToolOutcome:
         path = resolve(ctx, args.path)
         shown = display(ctx, path)
-        if ctx.host is not None and ctx.host.read_text is not None:
+        host = await _host(ctx, path)
+        if host is not None and host.read_text is not None:
             try:
-                text = await ctx.host.read_text(path)
+                text = await host.read_text(path)
             except Exception:  # noqa: BLE001 - the host's refusal, whatever its words
                 return failed("host_error", f"the client could not read {shown}", f"read {shown}")
             return _read_text(text, shown, args)
@@ -87,6 +89,22 @@ class ReadFile:
             return await anyio.to_thread.run_sync(_read, path, shown, args, abandon_on_cancel=True)
         except OSError as e:
             return failed(os_error_code(e), shown, f"read {shown}")
+
+
+async def _host(ctx: ToolContext, path: Path, writing: int = 0) -> HostIO | None:
+    """The host to go through for `path`, or None for the local disk: no host, or a file (on
+    disk, or `writing` bytes) larger than the host carries."""
+    if ctx.host is None or writing > ctx.host.file_bytes:
+        return None
+    size = await anyio.to_thread.run_sync(_disk_size, path)
+    return ctx.host if size <= ctx.host.file_bytes else None
+
+
+def _disk_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # not on disk (yet): only the host knows it
+        return 0
 
 
 def _read(path: Path, shown: str, args: ReadArgs) -> ToolOutcome:
@@ -173,9 +191,10 @@ class WriteFile:
             data = args.content.encode("utf-8")
         except UnicodeEncodeError:
             return failed("not_text", "content is not valid Unicode", f"write {shown}")
-        if ctx.host is not None and ctx.host.write_text is not None:
+        host = await _host(ctx, path, len(data))
+        if host is not None and host.write_text is not None:
             try:
-                await ctx.host.write_text(path, args.content)
+                await host.write_text(path, args.content)
             except Exception:  # noqa: BLE001 - the host's refusal, whatever its words
                 return failed("host_error", f"the client could not write {shown}", f"write {shown}")
             return ToolOutcome(
@@ -246,7 +265,7 @@ class EditFile:
     async def run(self, args: EditArgs, ctx: ToolContext) -> ToolOutcome:
         path = resolve(ctx, args.path)
         shown = display(ctx, path)
-        host = ctx.host
+        host = await _host(ctx, path)
         if host is not None and host.read_text is not None and host.write_text is not None:
             try:
                 text = await host.read_text(path)

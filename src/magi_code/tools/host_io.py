@@ -2,7 +2,8 @@
 disk and subprocesses (an editor over ACP: its buffers, its terminals).
 
 Each capability is present only when the client offers it; a tool falls back to the local way
-for the rest. The permission policy has judged the call before any of these is reached.
+for the rest, and for files larger than the host carries. The permission policy has judged
+the call before any of these is reached.
 """
 
 from collections.abc import Awaitable, Callable, Mapping
@@ -23,6 +24,8 @@ class HostRun:
 
 @dataclass(frozen=True)
 class HostIO:
+    # The largest file (on disk, or to write) the host carries; a larger one stays local.
+    file_bytes: int
     # The text of a canonical path, as the host sees it (unsaved edits included).
     read_text: Callable[[Path], Awaitable[str]] | None = None
     # Replace the whole text of a canonical path through the host.
