@@ -306,3 +306,20 @@ def test_a_file_past_the_acp_bound_is_read_locally(
 
     run(scenario)
     assert client.kinds() == (["read"] if hosted else [])
+
+
+def test_a_terminal_past_its_timeout_is_killed_then_read(workspace: Path, home: Path) -> None:
+    client = EditorClient({})
+
+    async def scenario() -> None:
+        async with editor(workspace, home, client, TERMINAL) as conn:
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            sid = session.session_id
+            client.answers = ["allow_once"]
+            turn = script(call("shell", command="echo started; exec sleep 30", timeout=0.5))
+            await conn.prompt(session_id=sid, prompt=[text_block(turn)])
+            result = results(home, sid)["shell"]
+            assert result == "started\n[timed out after 0.5 s; process killed]"
+
+    run(scenario)
+    assert client.kinds() == ["permission", "create", "wait", "kill", "output", "release"]

@@ -2,6 +2,7 @@
 bounds as on the local disk, and nothing written locally."""
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -9,8 +10,8 @@ import pytest
 
 from magi_code.tools.base import Tool, ToolContext, ToolOutcome
 from magi_code.tools.builtin import builtin_tools
-from magi_code.tools.host_io import HostIO
-from magi_code.tools.limits import EDIT_FILE_BYTES, LINE_CHARS
+from magi_code.tools.host_io import HostIO, HostRun
+from magi_code.tools.limits import EDIT_FILE_BYTES, LINE_CHARS, SHELL_OUTPUT_BYTES
 
 pytestmark = pytest.mark.anyio
 
@@ -132,3 +133,49 @@ async def test_files_past_what_the_host_carries_stay_local(
     wrote = await call("write_file", small, path="new.txt", content="w" * size)
     assert wrote.ok and (ws / "new.txt").exists() is not hosted
     assert host.writes == ([ws / "new.txt"] if hosted else [])
+
+
+@pytest.mark.parametrize(
+    ("size", "noted"), [(SHELL_OUTPUT_BYTES, False), (SHELL_OUTPUT_BYTES + 1, True)]
+)
+async def test_a_host_shell_keeps_the_output_bound(
+    ws: Path, ctx: ToolContext, size: int, noted: bool
+) -> None:
+    seen: list[tuple[str, Path, float, int]] = []
+
+    async def run(
+        command: str, cwd: Path, env: Mapping[str, str], timeout_s: float, output_bytes: int
+    ) -> HostRun:
+        assert env == ctx.env
+        seen.append((command, cwd, timeout_s, output_bytes))
+        return HostRun("a" + "z" * (size - 1), truncated=False, exit_code=0)
+
+    hosted = ToolContext(ws, ctx.env, host=HostIO(FILE_BYTES, run=run))
+    outcome = await call("shell", hosted, command="yes", timeout=5)
+    assert seen == [("yes", ws, 5.0, SHELL_OUTPUT_BYTES)]
+    assert outcome.output.startswith("[... earlier output omitted ...]\n") is noted
+    kept = outcome.output.removeprefix("[... earlier output omitted ...]\n")
+    assert kept == ("a" if not noted else "") + "z" * (SHELL_OUTPUT_BYTES - 1 + noted) + (
+        "\n[exit code 0]"
+    )
+
+
+async def test_a_host_shell_reports_timeout_and_signal(ws: Path, ctx: ToolContext) -> None:
+    endings = iter(
+        [
+            HostRun("partial", truncated=True, exit_code=None, timed_out=True),
+            HostRun("", truncated=False, exit_code=None, signal="SIGTERM"),
+        ]
+    )
+
+    async def run(*_: object) -> HostRun:
+        return next(endings)
+
+    hosted = ToolContext(ws, ctx.env, host=HostIO(FILE_BYTES, run=run))
+    late = await call("shell", hosted, command="sleep 9", timeout=1)
+    assert not late.ok
+    assert late.output == (
+        "[... earlier output omitted ...]\npartial\n[timed out after 1 s; process killed]"
+    )
+    killed = await call("shell", hosted, command="x")
+    assert not killed.ok and killed.output == "(no output)\n[killed by signal SIGTERM]"
