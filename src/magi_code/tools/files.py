@@ -4,6 +4,9 @@ A read's thread is abandoned on cancellation (it changes nothing, and stops at i
 cancellation check); a write's thread is waited for, so a write is never left half-done behind
 the runner's back, and it is bounded, so the wait is short. Failures become outcomes with a
 stable error word, never an exception's text.
+
+With a host (`ctx.host`: an editor's buffers over ACP) the text goes through it instead, for
+files it carries: the same numbering, notes and bounds, and the disk is left to the host.
 """
 
 from dataclasses import dataclass

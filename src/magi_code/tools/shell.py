@@ -10,6 +10,8 @@ Rules:
   cancellation propagates), and after a normal exit for background processes left behind.
 - Output keeps the first and last halves of SHELL_OUTPUT_BYTES with a note of what was
   dropped; the pipe is drained to the end so a chatty child never blocks on it.
+- With a host that runs commands (`ctx.host.run`: a client terminal over ACP), the host owns
+  the process, its kill and its output (whose tail it keeps); the bound on that output holds.
 """
 
 import codecs
