@@ -54,6 +54,9 @@ APPROVAL_EXPIRY_MS = 60_000
 
 # ACP (`magi-code acp`): one JSON-RPC message, as a line on stdin
 ACP_MESSAGE_BYTES = 1024 * 1024
+# The largest file the tools read or write through the client (`fs/*`); larger ones stay on the
+# local disk. An eighth of a message: JSON escapes a byte to at most six.
+ACP_FILE_BYTES = ACP_MESSAGE_BYTES // 8
 
 # Providers (melchior.md, "Provider response boundaries")
 ERROR_BODY_BYTES = 64 * 1024

@@ -21,6 +21,7 @@ from acp import PROTOCOL_VERSION, RequestError
 from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
+    ClientCapabilities,
     Implementation,
     InitializeResponse,
     LoadSessionResponse,
@@ -62,6 +63,7 @@ class Session:
 class MagiAgent:
     def __init__(self) -> None:
         self.client: Client | None = None
+        self.client_caps: ClientCapabilities | None = None  # as declared in `initialize`
         self.admitted: dict[str, Admitted] = {}  # canonical cwd -> its snapshot
         self.store: SessionStore | None = None
         self.sessions: dict[str, Session] = {}
@@ -70,7 +72,13 @@ class MagiAgent:
     def on_connect(self, conn: Client) -> None:
         self.client = conn
 
-    async def initialize(self, protocol_version: int, **_: Any) -> InitializeResponse:
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        **_: Any,
+    ) -> InitializeResponse:
+        self.client_caps = client_capabilities
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
@@ -196,6 +204,7 @@ class MagiAgent:
         raise RequestError.internal_error({"code": finished.error_code or "execution_failed"})
 
     async def run(self, session: Session, text: str, control: TurnControl) -> Any:
+        from magi_code.acp.host import host_io
         from magi_code.runner.entry import start_turn
         from magi_code.runner.setup import parts
         from magi_code.runner.turn import new_id
@@ -219,6 +228,7 @@ class MagiAgent:
                     control=control,
                     approvals=broker,
                     agents=session.agents,
+                    host_io=host_io(self.client, session.attachment.session_id, self.client_caps),
                 )
                 asks.cancel_scope.cancel()  # approvals still asked are denied already
             await run.close()  # the sender drains what is queued, then ends

@@ -20,6 +20,7 @@ from magi_code.runner.startup import Admitted
 from magi_code.runner.turn import Emitter, TurnControl, TurnSetup
 from magi_code.sessions import Attachment
 from magi_code.tools.approvals import ApprovalBroker
+from magi_code.tools.host_io import HostIO
 
 
 async def start_turn(
@@ -34,16 +35,19 @@ async def start_turn(
     approvals: ApprovalBroker,
     agents: SessionAgents | None = None,
     observe: Callable[[TurnSetup], None] | None = None,
+    host_io: HostIO | None = None,
 ) -> RunFinished:
     """Run one turn of `prompt` on `attachment` with `selection` (provider, model, thinking;
     None picks the admitted one). `agents` is the session's melchior and children
     (runner/agents.py; the face opens it with the attachment and closes it after): with it the
     turn has the melchior and `agent` tools, its delegated ceiling, and its peers' messages.
     `observe` lets a face wrap the turn's provider, tools and policy before it starts
-    (Mission Control's usage, previews and session grants)."""
+    (Mission Control's usage, previews and session grants). `host_io` is the client's file and
+    terminal I/O when the face has one (ACP); the tools use the local disk without it."""
     finished = RunFinished("failed", "not_started", None, "execution_failed")
     try:
-        setup = turn_setup(admitted, selection, attachment.session_id, run_id, approvals, agents)
+        session_id = attachment.session_id
+        setup = turn_setup(admitted, selection, session_id, run_id, approvals, agents, host_io)
         if observe is not None:
             observe(setup)
         finished = RunFinished("failed", "degraded", None, "execution_failed")

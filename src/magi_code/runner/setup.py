@@ -22,6 +22,7 @@ from magi_code.runner.turn import TurnSetup
 from magi_code.tools.approvals import ApprovalBroker
 from magi_code.tools.base import Tool
 from magi_code.tools.builtin import builtin_tools
+from magi_code.tools.host_io import HostIO
 from magi_code.tools.narrowing import narrowed, with_skill_reads
 from magi_code.tools.paths import Protected
 from magi_code.tools.policy import Policy
@@ -119,6 +120,7 @@ def turn_setup(
     run_id: str,
     approvals: ApprovalBroker,
     agents: "SessionAgents | None" = None,
+    host_io: HostIO | None = None,
 ) -> TurnSetup:
     provider_id, model, thinking = selection
     provider_id = provider_id or admitted.provider
@@ -147,6 +149,7 @@ def turn_setup(
         if built.hooks
         else None,
         code_policy=code_policy,
+        host_io=host_io,
     )
 
 

@@ -66,6 +66,7 @@ from magi_code.runner.hook_runs import Fired, HookRunner
 from magi_code.runner.text import encodable, split_utf8
 from magi_code.tools.approvals import ApprovalBroker, Asked
 from magi_code.tools.base import Access, Bridge, Tool, ToolContext, ToolInputError, ToolOutcome
+from magi_code.tools.host_io import HostIO
 from magi_code.tools.limits import OUTPUT_BYTES
 from magi_code.tools.policy import Policy
 from magi_code.tools.summaries import clip_utf8, safe_summary
@@ -143,6 +144,7 @@ class TurnSetup:
     context_window: int = compaction.DEFAULT_CONTEXT_WINDOW
     hooks: HookRunner | None = None  # None: no hook is configured
     code_policy: Policy | None = None  # Code Mode on: the policy of the calls a program makes
+    host_io: HostIO | None = None  # the client's files and terminals (ACP), else local I/O
 
 
 def new_id() -> str:
@@ -476,6 +478,7 @@ class Turn:
             emit=self.emit.critical,
             approve=self.setup.approvals.request,
             bridge=bridge,
+            host=self.setup.host_io,
         )
 
     async def run_tool(self, tool: Tool[Any], args: Any, ctx: ToolContext) -> ToolOutcome:

@@ -14,6 +14,7 @@ from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
+from magi_code.tools.host_io import HostIO
 from magi_code.tools.limits import OUTPUT_BYTES
 from magi_code.tools.summaries import clip_utf8, safe_summary, scrub_surrogates
 
@@ -41,6 +42,7 @@ class ToolContext:
     emit: Callable[[Any], Awaitable[None]] | None = None
     approve: Callable[[str], Awaitable[bool]] | None = None
     bridge: "Bridge | None" = None  # the `code` tool's way back to the session's tools
+    host: HostIO | None = None  # the client's files and terminals, when the face offers them
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,9 @@ A read's thread is abandoned on cancellation (it changes nothing, and stops at i
 cancellation check); a write's thread is waited for, so a write is never left half-done behind
 the runner's back, and it is bounded, so the wait is short. Failures become outcomes with a
 stable error word, never an exception's text.
+
+With a host (`ctx.host`: an editor's buffers over ACP) the text goes through it instead, for
+files it carries: the same numbering, notes and bounds, and the disk is left to the host.
 """
 
 from dataclasses import dataclass
@@ -14,7 +17,9 @@ import anyio.from_thread
 
 from magi_code.tools import args as A
 from magi_code.tools.base import Access, ToolContext, ToolOutcome
+from magi_code.tools.host_io import HostIO
 from magi_code.tools.limits import (
+    BINARY_SNIFF_BYTES,
     CANCEL_CHECK_LINES,
     EDIT_FILE_BYTES,
     READ_DEFAULT_LINES,
@@ -76,10 +81,33 @@ class ReadFile:
     async def run(self, args: ReadArgs, ctx: ToolContext) -> ToolOutcome:
         path = resolve(ctx, args.path)
         shown = display(ctx, path)
+        host = await _host(ctx, path)
+        if host is not None and host.read_text is not None:
+            try:
+                text = await host.read_text(path)
+            except Exception:  # noqa: BLE001 - the host's refusal, whatever its words
+                return failed("host_error", f"the client could not read {shown}", f"read {shown}")
+            return _read_text(text, shown, args)
         try:
             return await anyio.to_thread.run_sync(_read, path, shown, args, abandon_on_cancel=True)
         except OSError as e:
             return failed(os_error_code(e), shown, f"read {shown}")
+
+
+async def _host(ctx: ToolContext, path: Path, writing: int = 0) -> HostIO | None:
+    """The host to go through for `path`, or None for the local disk: no host, or a file (on
+    disk, or `writing` bytes) larger than the host carries."""
+    if ctx.host is None or writing > ctx.host.file_bytes:
+        return None
+    size = await anyio.to_thread.run_sync(_disk_size, path)
+    return ctx.host if size <= ctx.host.file_bytes else None
+
+
+def _disk_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # not on disk (yet): only the host knows it
+        return 0
 
 
 def _read(path: Path, shown: str, args: ReadArgs) -> ToolOutcome:
@@ -106,6 +134,29 @@ def _read(path: Path, shown: str, args: ReadArgs) -> ToolOutcome:
     if raw is not None:
         text += f"\n[more lines follow: read_file with offset={last + 1}]"
     return ToolOutcome(ok=True, output=text, summary=f"read {shown} (lines {first}-{last})")
+
+
+def _read_text(text: str, shown: str, args: ReadArgs) -> ToolOutcome:
+    """`_read` over text the host gave, with the same numbering, bounds and notes."""
+    if "\x00" in text[:BINARY_SNIFF_BYTES]:
+        return failed("not_text", f"{shown} looks binary", f"read {shown}")
+    out = Lines(TEXT_BYTES)
+    lines = [line.removesuffix("\r") for line in text.split("\n")]  # as `decode_line` splits
+    if lines[-1] == "":
+        lines.pop()  # the text ends with a line feed, or is empty
+    number = args.offset - 1
+    for line in lines[args.offset - 1 :]:
+        if len(out.lines) >= args.limit or not out.add(f"{number + 1:6}\t{cut_line(line)}"):
+            break
+        number += 1
+    first, last = args.offset, number
+    if not out.lines:
+        note = "(empty file)" if not lines else f"(no line {args.offset}: {len(lines)} lines)"
+        return ToolOutcome(ok=True, output=note, summary=f"read {shown} (no lines)")
+    shown_text = "\n".join(out.lines)
+    if last < len(lines):
+        shown_text += f"\n[more lines follow: read_file with offset={last + 1}]"
+    return ToolOutcome(ok=True, output=shown_text, summary=f"read {shown} (lines {first}-{last})")
 
 
 @dataclass(frozen=True)
@@ -143,6 +194,15 @@ class WriteFile:
             data = args.content.encode("utf-8")
         except UnicodeEncodeError:
             return failed("not_text", "content is not valid Unicode", f"write {shown}")
+        host = await _host(ctx, path, len(data))
+        if host is not None and host.write_text is not None:
+            try:
+                await host.write_text(path, args.content)
+            except Exception:  # noqa: BLE001 - the host's refusal, whatever its words
+                return failed("host_error", f"the client could not write {shown}", f"write {shown}")
+            return ToolOutcome(
+                ok=True, output=f"wrote {shown} ({len(data)} bytes)", summary=f"wrote {shown}"
+            )
         try:
             existed = await anyio.to_thread.run_sync(_write, path, data)
         except OSError as e:
@@ -208,6 +268,27 @@ class EditFile:
     async def run(self, args: EditArgs, ctx: ToolContext) -> ToolOutcome:
         path = resolve(ctx, args.path)
         shown = display(ctx, path)
+        host = await _host(ctx, path)
+        if host is not None and host.read_text is not None and host.write_text is not None:
+            try:
+                text = await host.read_text(path)
+            except Exception:  # noqa: BLE001 - the host's refusal, whatever its words
+                return failed("host_error", f"the client could not read {shown}", f"edit {shown}")
+            try:
+                too_large = len(text.encode("utf-8")) > EDIT_FILE_BYTES
+            except UnicodeEncodeError:
+                return failed("not_text", f"{shown} is not UTF-8 text", f"edit {shown}")
+            if too_large:
+                why = f"{shown} exceeds {EDIT_FILE_BYTES} bytes"
+                return failed("too_large", why, f"edit {shown}")
+            edited = _replaced(text, shown, args)
+            if isinstance(edited, ToolOutcome):
+                return edited
+            try:
+                await host.write_text(path, edited[0].decode("utf-8"))
+            except Exception:  # noqa: BLE001 - the host's refusal, whatever its words
+                return failed("host_error", f"the client could not write {shown}", f"edit {shown}")
+            return _edited(shown, edited[1])
         try:
             return await anyio.to_thread.run_sync(_edit, path, shown, args)
         except OSError as e:
@@ -224,6 +305,17 @@ def _edit(path: Path, shown: str, args: EditArgs) -> ToolOutcome:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return failed("not_text", f"{shown} is not UTF-8 text", summary)
+    edited = _replaced(text, shown, args)
+    if isinstance(edited, ToolOutcome):
+        return edited
+    with open_regular(path, write=True) as handle:
+        handle.write(edited[0])
+    return _edited(shown, edited[1])
+
+
+def _replaced(text: str, shown: str, args: EditArgs) -> tuple[bytes, int] | ToolOutcome:
+    """The edited file as UTF-8 and the number of replacements, or why there are none."""
+    summary = f"edit {shown}"
     count = text.count(args.old)
     if count == 0:
         return failed("no_match", f"`old` does not occur in {shown}", summary)
@@ -236,8 +328,10 @@ def _edit(path: Path, shown: str, args: EditArgs) -> ToolOutcome:
         new_data = text.replace(args.old, args.new).encode("utf-8")
     except UnicodeEncodeError:
         return failed("not_text", "`new` is not valid Unicode", summary)
-    with open_regular(path, write=True) as handle:
-        handle.write(new_data)
+    return new_data, count
+
+
+def _edited(shown: str, count: int) -> ToolOutcome:
     plural = "" if count == 1 else "s"
     return ToolOutcome(
         ok=True, output=f"edited {shown}: {count} replacement{plural}", summary=f"edited {shown}"

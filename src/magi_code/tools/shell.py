@@ -10,6 +10,8 @@ Rules:
   cancellation propagates), and after a normal exit for background processes left behind.
 - Output keeps the first and last halves of SHELL_OUTPUT_BYTES with a note of what was
   dropped; the pipe is drained to the end so a chatty child never blocks on it.
+- With a host that runs commands (`ctx.host.run`: a client terminal over ACP), the host owns
+  the process, its kill and its output (whose tail it keeps); the bound on that output holds.
 """
 
 import codecs
@@ -21,6 +23,7 @@ import anyio.abc
 
 from magi_code.tools import args as A
 from magi_code.tools.base import Access, ToolContext, ToolOutcome
+from magi_code.tools.host_io import HostRunner
 from magi_code.tools.limits import (
     SHELL_DRAIN_S,
     SHELL_KILL_GRACE_S,
@@ -111,6 +114,8 @@ class Shell:
         return safe_summary(f"run: {args.command}")
 
     async def run(self, args: ShellArgs, ctx: ToolContext) -> ToolOutcome:
+        if ctx.host is not None and ctx.host.run is not None:
+            return await self.run_on_host(args, ctx.host.run, ctx)
         capture = Capture(self.output_bytes)
         try:
             # Shielded: a cancellation landing inside the spawn would orphan a started child.
@@ -136,6 +141,30 @@ class Shell:
                 await process.aclose()
         timed_out = deadline.cancelled_caught and exit_code is None
         return _outcome(args, process.returncode, capture, timed_out)
+
+    async def run_on_host(self, args: ShellArgs, run: HostRunner, ctx: ToolContext) -> ToolOutcome:
+        """The command in the client's terminal; the client owns the process and its kill."""
+        try:
+            ended = await run(
+                args.command, ctx.workspace, ctx.env, args.timeout_s, self.output_bytes
+            )
+        except Exception:  # noqa: BLE001 - the client's refusal, whatever its words
+            return ToolOutcome(False, "error: the client could not run it", "run: failed to start")
+        text, data = ended.output, ended.output.encode("utf-8", "replace")
+        if len(data) > self.output_bytes:  # a client that ignored the limit: keep its tail
+            text = data[-self.output_bytes :].decode("utf-8", "ignore")
+        if ended.truncated or len(data) > self.output_bytes:
+            text = "[... earlier output omitted ...]\n" + text
+        if ended.timed_out:
+            status = f"timed out after {args.timeout_s:g} s; process killed"
+        elif ended.exit_code is None:
+            status = f"killed by signal {ended.signal or 'unknown'}"
+        else:
+            status = f"exit code {ended.exit_code}"
+        ok = not ended.timed_out and ended.exit_code == 0
+        if not text.endswith("\n"):
+            text += "\n" if text else "(no output)\n"
+        return ToolOutcome(ok, f"{text}[{status}]", f"run: {args.command} ({status})")
 
 
 async def _collect(process: anyio.abc.Process, capture: Capture) -> None:
