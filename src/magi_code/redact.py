@@ -139,7 +139,10 @@ def _keyword_start(lower: str, cut: int) -> int:
     end = cut
     while end > 0 and (lower[end - 1].isspace() or lower[end - 1] in _JOINERS):
         end -= 1
-    if lower.endswith(_KEYWORDS, 0, end):
+    # Only while the word at the cut is still open can it become the secret a keyword before
+    # it announces; a finished word there is decided already (and a secret in it is a span).
+    open_word = not any(c.isspace() for c in lower[cut:])
+    if open_word and lower.endswith(_KEYWORDS, 0, end):
         return min(end - len(k) for k in _KEYWORDS if lower.endswith(k, 0, end))
     longest = max(map(len, _KEYWORDS))
     for keyword in _keyword_pattern().finditer(lower, max(0, cut - longest), cut + longest):
