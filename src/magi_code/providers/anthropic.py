@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 
-from magi_code.config.credentials import CredentialStore
 from magi_code.providers.base import (
     AssistantText,
     Completed,
@@ -26,6 +25,7 @@ from magi_code.providers.base import (
 )
 from magi_code.providers.http import HttpPolicy
 from magi_code.providers.limits import ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_THINKING_BUDGETS
+from magi_code.providers.registry import keyed_build
 from magi_code.providers.wire import (
     StopReason,
     count,
@@ -216,17 +216,5 @@ class AnthropicProvider:
                 yield event
 
 
-def build(
-    provider_id: str,
-    conf: Mapping[str, object],
-    credentials: CredentialStore,
-    env: Mapping[str, str],
-    policy: HttpPolicy | None,
-) -> AnthropicProvider:
-    """The registry's row for `anthropic` (providers/registry.py)."""
-    from magi_code.providers.registry import api_key, base_url
-
-    url = base_url(conf, "anthropic")
-    return AnthropicProvider(
-        provider_id, url, api_key(provider_id, conf, credentials, env), policy or HttpPolicy()
-    )
+# The registry's row for `anthropic` (providers/registry.py).
+build = keyed_build(AnthropicProvider, "anthropic")

@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 
-from magi_code.config.credentials import CredentialStore
 from magi_code.providers.base import (
     AssistantText,
     Completed,
@@ -24,6 +23,7 @@ from magi_code.providers.base import (
     UserText,
 )
 from magi_code.providers.http import HttpPolicy, stream_sse
+from magi_code.providers.registry import keyed_build
 from magi_code.providers.wire import StopReason, count, event_json, obj, stream_error, text
 
 _STOP: dict[str, StopReason] = {
@@ -188,17 +188,5 @@ class OpenAIChatProvider:
             yield event
 
 
-def build(
-    provider_id: str,
-    conf: Mapping[str, object],
-    credentials: CredentialStore,
-    env: Mapping[str, str],
-    policy: HttpPolicy | None,
-) -> OpenAIChatProvider:
-    """The registry's row for `openai-chat` (providers/registry.py)."""
-    from magi_code.providers.registry import api_key, base_url
-
-    url = base_url(conf, "openai-chat")
-    return OpenAIChatProvider(
-        provider_id, url, api_key(provider_id, conf, credentials, env), policy or HttpPolicy()
-    )
+# The registry's row for `openai-chat` (providers/registry.py).
+build = keyed_build(OpenAIChatProvider, "openai-chat")

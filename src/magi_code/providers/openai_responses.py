@@ -8,7 +8,6 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 
-from magi_code.config.credentials import CredentialStore
 from magi_code.providers.base import (
     AssistantText,
     Completed,
@@ -23,6 +22,7 @@ from magi_code.providers.base import (
     UserText,
 )
 from magi_code.providers.http import HttpPolicy
+from magi_code.providers.registry import keyed_build
 from magi_code.providers.wire import (
     count,
     event_json,
@@ -164,20 +164,8 @@ class OpenAIResponsesProvider:
                 yield event
 
 
-def build(
-    provider_id: str,
-    conf: Mapping[str, object],
-    credentials: CredentialStore,
-    env: Mapping[str, str],
-    policy: HttpPolicy | None,
-) -> OpenAIResponsesProvider:
-    """The registry's row for `openai-responses` (providers/registry.py)."""
-    from magi_code.providers.registry import api_key, base_url
-
-    url = base_url(conf, "openai-responses")
-    return OpenAIResponsesProvider(
-        provider_id, url, api_key(provider_id, conf, credentials, env), policy or HttpPolicy()
-    )
+# The registry's row for `openai-responses` (providers/registry.py).
+build = keyed_build(OpenAIResponsesProvider, "openai-responses")
 
 
 async def stream_responses(

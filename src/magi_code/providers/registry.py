@@ -19,6 +19,7 @@ from collections.abc import Mapping
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:  # readiness runs on the path to `initialize`: the HTTP layer is not loaded
+    from collections.abc import Callable
     from typing import Literal
 
     from magi_code.config.credentials import CredentialStore, OAuthTokens
@@ -216,3 +217,26 @@ def codex_auth_settings(conf: Mapping[str, object]) -> tuple[str, str]:
     if not isinstance(token_url, str) or not isinstance(client_id, str):
         raise ConfigurationInvalid("token_url and client_id must be strings")
     return token_url, client_id
+
+
+def keyed_build(
+    make: Callable[[str, str, str | None, HttpPolicy], Provider], wire: str
+) -> Callable[
+    [str, Mapping[str, object], CredentialStore, Mapping[str, str], HttpPolicy | None], Provider
+]:
+    """The `build` of a wire whose provider is (id, base URL, API key, policy): the OpenAI
+    Responses, OpenAI Chat and Anthropic rows."""
+
+    def build(
+        provider_id: str,
+        conf: Mapping[str, object],
+        credentials: CredentialStore,
+        env: Mapping[str, str],
+        policy: HttpPolicy | None,
+    ) -> Provider:
+        from magi_code.providers.http import HttpPolicy
+
+        key = api_key(provider_id, conf, credentials, env)
+        return make(provider_id, base_url(conf, wire), key, policy or HttpPolicy())
+
+    return build
