@@ -21,15 +21,6 @@ from dataclasses import dataclass
 
 from melchior.limits import MAX_TASKS
 
-STATES = (
-    "submitted",
-    "working",
-    "input-required",
-    "completed",
-    "failed",
-    "canceled",
-    "rejected",
-)
 FINAL = frozenset({"completed", "failed", "canceled", "rejected"})
 # What the harness may move a task to; `canceled` is the asker's alone.
 BY_HARNESS = frozenset({"working", "input-required", "completed", "failed", "rejected"})
