@@ -82,6 +82,13 @@ class Boot:
         if self.process is not None:
             peers.end(self.process)
 
+    def release(self) -> None:
+        """Tell melchior to end (its stdin closed) without waiting for it: for a process
+        that exits next, whose child then finishes on its own, booted or not."""
+        if self.process is not None and self.process.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
+
 
 class SessionAgents:
     def __init__(
@@ -266,8 +273,13 @@ class SessionAgents:
                 rows.append({"kind": "peer", **{k: entry.get(k) for k in ("id", "role", "label")}})
         return rows
 
-    def close(self) -> None:
+    def close(self, *, wait: bool = True) -> None:
+        """End the children and melchior; `wait=False` (a process about to exit) does not
+        wait for melchior's boot or exit."""
         self.children.stop_all()
+        if not wait:
+            self.boot.release()
+            return
         melchior = self.joined()
         if melchior is not None:
             melchior.close()
