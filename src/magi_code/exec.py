@@ -458,7 +458,7 @@ async def run(
             )
             group.cancel_scope.cancel()
     finally:
-        agents.close()
+        agents.close(wait=False)  # this process exits next; melchior ends on its own
     await close_provider_clients()
     return finish(emitter, finished, signalled)
 

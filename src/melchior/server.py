@@ -23,24 +23,26 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, BinaryIO
 
 from melchior import limits, names, policy, registry, reports, slots, tasks, wire
 from melchior.limits import MAX_REPORT
 
+TYPE_CHECKING = False  # `typing` and `dataclasses` cost the boot of every session milliseconds
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
+
 SORTS = ("note", "attention", "report")
 
 
-@dataclass
 class Peer:
     """One connection's caller, once proven (its id, and its key: the digests that bind it to
     its fork link), and its report upload in progress."""
 
-    id: str | None = None
-    label: str = ""
-    key: registry.Key | None = None
-    upload: bytearray = field(default_factory=bytearray)
+    def __init__(self) -> None:
+        self.id: str | None = None
+        self.label = ""
+        self.key: registry.Key | None = None
+        self.upload = bytearray()
 
 
 def _is_count(value: object) -> bool:

@@ -15,31 +15,23 @@ the harness. Bounded: when full, terminal tasks go first. Pure bookkeeping under
 
 from __future__ import annotations
 
-import secrets
+import os
 import threading
-from dataclasses import dataclass
 
 from melchior.limits import MAX_TASKS
 
-STATES = (
-    "submitted",
-    "working",
-    "input-required",
-    "completed",
-    "failed",
-    "canceled",
-    "rejected",
-)
 FINAL = frozenset({"completed", "failed", "canceled", "rejected"})
 # What the harness may move a task to; `canceled` is the asker's alone.
 BY_HARNESS = frozenset({"working", "input-required", "completed", "failed", "rejected"})
 
 
-@dataclass(slots=True)
 class Task:
-    asker: str
-    state: str = "submitted"
-    text: str | None = None  # what the latest state said: the answer, a reason, a question
+    __slots__ = ("asker", "state", "text")
+
+    def __init__(self, asker: str) -> None:
+        self.asker = asker
+        self.state = "submitted"
+        self.text: str | None = None  # what the latest state said: answer, reason, question
 
 
 def refusal(state: str, to: str) -> str | None:
@@ -67,9 +59,9 @@ class Tasks:
                 if not done:
                     return None
                 del self._tasks[done[0]]
-            message_id = secrets.token_hex(4)
+            message_id = os.urandom(4).hex()
             while message_id in self._tasks:
-                message_id = secrets.token_hex(4)
+                message_id = os.urandom(4).hex()
             self._tasks[message_id] = Task(asker)
             return message_id
 

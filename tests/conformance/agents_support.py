@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from magi_code.limits import MELCHIOR_START_MS
+
 from .turns import script
 
 
@@ -45,6 +47,13 @@ def wait_for(check: Callable[[], Any], timeout: float) -> Any:
         if value or time.monotonic() > deadline:
             return value
         time.sleep(0.02)
+
+
+def own_socket(xdg: dict[str, str]) -> str:
+    """The session's own melchior socket: melchior boots beside the session, so it may come
+    just after session.create."""
+    (own,) = wait_for(lambda: sockets(xdg), MELCHIOR_START_MS / 1000)
+    return str(own)
 
 
 def agent_call(prompt: str, **more: Any) -> dict[str, Any]:

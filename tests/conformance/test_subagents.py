@@ -18,6 +18,7 @@ from .agents_support import (
     Peer,
     agent_call,
     melchior_dirs,
+    own_socket,
     records,
     sockets,
     tool_results,
@@ -77,7 +78,7 @@ def test_a_child_runs_as_its_own_process_with_its_own_socket(
 ) -> None:
     parent = spawn(**xdg)
     session_id = attach(parent)
-    (own,) = sockets(xdg)  # the parent session's own melchior
+    own = own_socket(xdg)  # the parent session's own melchior
     waiting = script({"hang": True})  # a background child that runs until it is ended
     report = {"name": "melchior_report", "arguments": {"message": "child report"}}
     answering = script({"tools": [report]}, {"text": "child says hi"})
@@ -128,7 +129,7 @@ def test_cancelling_the_parent_ends_the_child_and_its_socket(
 ) -> None:
     parent = spawn(**xdg)
     session_id = attach(parent)
-    (own,) = sockets(xdg)
+    own = own_socket(xdg)
     run_id = start(parent, session_id, script({"tools": [agent_call(script({"hang": True}))]}))
     until(parent, "activity")  # the agent tool started
     child_socket = wait_for(lambda: sockets(xdg) - {own}, 10)
@@ -256,7 +257,7 @@ def test_a_peers_message_arrives_labelled_and_cannot_approve(
     env = {**os.environ, **xdg}
     parent = spawn(**xdg)
     session_id = attach(parent)
-    (own,) = sockets(xdg)
+    own = own_socket(xdg)
     peer = Peer(env, workspace)
     try:
         assert peer.tool("--verb=tell", f"--who={own}", "--message=hello from a peer")["ok"]
@@ -405,7 +406,7 @@ def test_peers_see_the_session_busy_while_a_turn_runs(
 ) -> None:
     parent = spawn(**xdg)
     session_id = attach(parent)
-    (own,) = sockets(xdg)
+    own = own_socket(xdg)
     peer = Peer({**os.environ, **xdg}, workspace)
     try:
 

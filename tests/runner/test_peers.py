@@ -103,7 +103,7 @@ def test_running_lists_children_and_peers_for_mission_control(short: Path) -> No
     attachment = store.create(admitted.cwd, None)
     agents = SessionAgents.open(admitted, attachment)
     try:
-        assert agents.notices == [] and agents.melchior is not None
+        assert agents.joined() is not None and agents.notices == []
         agents.children.all["iota-mu"] = Child("iota-mu", "explore", False, state="running")
         agents.children.all["kappa-pi"] = Child("kappa-pi", "general", False, state="completed")
         rows = agents.running()
@@ -111,10 +111,47 @@ def test_running_lists_children_and_peers_for_mission_control(short: Path) -> No
             {**row, "label": None} for row in rows
         ]
         assert [r["id"] for r in rows if r["kind"] == "subagent"] == ["iota-mu"]
-        assert agents.melchior.id not in [r["id"] for r in rows]
+        assert agents.melchior is not None and agents.melchior.id not in [r["id"] for r in rows]
     finally:
         agents.close()
         attachment.close()
         peer.stdin.close()
         peer.wait(5)
         peer.stdout.close()
+
+
+def test_a_session_does_not_wait_for_melchior_and_learns_once_that_it_failed(
+    short: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`open` returns while melchior boots; its tools are offered meanwhile and a call waits for
+    the boot; a melchior that never says `listening` takes its tools away, and the call fails
+    `melchior_unavailable`; the notice is there once the boot has ended."""
+    import time
+
+    import anyio
+
+    from magi_code.runner import peers
+    from magi_code.runner.agents import SessionAgents
+    from magi_code.runner.startup import admit
+    from magi_code.sessions import SessionStore
+    from magi_code.tools.base import ToolContext
+
+    silent = [sys.executable, "-c", "import time; time.sleep(0.6)"]  # exits, never listening
+    monkeypatch.setattr(peers, "melchior_command", lambda: silent)
+    env = dict(os.environ, MC_HOME=str(short / "home"), XDG_RUNTIME_DIR=str(short / "run"))
+    admitted = admit(str(short / "ws"), env)
+    attachment = SessionStore(Path(admitted.paths.home)).create(admitted.cwd, None)
+    started = time.monotonic()
+    agents = SessionAgents.open(admitted, attachment)
+    try:
+        assert time.monotonic() - started < 0.4
+        assert agents.melchior is None and agents.notices == []
+        tool = agents.tools()["melchior_list"]
+        ctx = ToolContext(short / "ws", {})
+        outcome = anyio.run(tool.run, tool.parse("{}"), ctx)  # waits out the boot
+        assert not outcome.ok and json.loads(outcome.output) == {"error": "melchior_unavailable"}
+        assert time.monotonic() - started >= 0.5
+        assert agents.notices == [peers.UNAVAILABLE] and agents.tools() == {}
+    finally:
+        agents.close()
+        attachment.close()

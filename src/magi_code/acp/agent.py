@@ -127,13 +127,11 @@ class MagiAgent:
         return NewSessionResponse(session_id=attachment.session_id)
 
     async def agents(self, admitted: Admitted, attachment: Attachment) -> SessionAgents:
-        """The session's melchior and subagents, as for the local agent (never fails)."""
+        """The session's melchior and subagents, as for the local agent (never fails; a
+        notice that melchior could not start comes as the first turn's diagnostic)."""
         from magi_code.runner.agents import SessionAgents
 
-        agents = await anyio.to_thread.run_sync(SessionAgents.open, admitted, attachment)
-        for notice in agents.notices:
-            print(f"magi-code acp: {notice}", file=sys.stderr)
-        return agents
+        return await anyio.to_thread.run_sync(SessionAgents.open, admitted, attachment)
 
     async def load_session(self, cwd: str, session_id: str, **_: Any) -> LoadSessionResponse:
         """Attach a stored session and replay its history as session/update notifications."""

@@ -15,10 +15,10 @@ owns no fd and no clock: the server passes `now` and a write function.
 from __future__ import annotations
 
 import json
-import os
 from collections import deque
 from collections.abc import Callable
 
+from magi_code.ids import uuid4
 from magi_code.limits import (
     FRAME_BYTES,
     OUTPUT_DEADLINE_MS,
@@ -30,15 +30,6 @@ from magi_code.limits import (
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:
     from typing import Any
-
-
-def uuid4() -> str:
-    """A random RFC 4122 version-4 UUID (the uuid module costs milliseconds to import)."""
-    raw = bytearray(os.urandom(16))
-    raw[6] = (raw[6] & 0x0F) | 0x40
-    raw[8] = (raw[8] & 0x3F) | 0x80
-    h = raw.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 class OversizeFrame(Exception):

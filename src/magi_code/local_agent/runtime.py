@@ -21,10 +21,11 @@ import threading
 from collections.abc import Callable
 
 from magi_code import limits
+from magi_code.ids import uuid4
 from magi_code.local_agent.channel import ChannelFull, EventChannel, Item
 from magi_code.local_agent.envelope import Request, valid_name
 from magi_code.local_agent.errors import RequestRejected
-from magi_code.local_agent.output import OutputFailed, OversizeFrame, UnencodableFrame, uuid4
+from magi_code.local_agent.output import OutputFailed, OversizeFrame, UnencodableFrame
 from magi_code.local_agent.params import exact
 
 TYPE_CHECKING = False  # `typing` and `dataclasses` cost milliseconds where the runtime is made

@@ -4,8 +4,11 @@ messages reach the model. Every face holds one per attached session (`SessionAge
 `close`); `running` is what a face lists (Mission Control's `/agents`).
 
 Rules:
-- Opening never fails a session: without melchior there are no melchior tools and no `agent`
-  tool, and `notices` says so once.
+- Opening never fails a session, nor waits for melchior: `melchior serve` boots beside the
+  session (`Boot`), and a turn that starts before it listens goes without peers. What needs
+  melchior itself (a melchior tool's call, a child's fork, `running`, `report`) waits for the
+  boot, within MELCHIOR_START_MS. Once melchior is known not to have started there are no
+  melchior tools and no `agent` tool, and a notice says so once.
 - The delegation a process was given (MAGI_CODE_DELEGATION) is stored with the session the
   first time it is attached; a reopened child keeps what its session stores.
 - At a turn boundary (`run_turn_with_peers`) queued peer messages are appended as `peer` records
@@ -44,33 +47,6 @@ if TYPE_CHECKING:
 NOTICE_SUMMARIES = {
     peers.UNAVAILABLE: "melchior could not start: this session works without peers or subagents.",
 }
-VOCABULARY_ENV = "MAGI_CODE_MELCHIOR_VOCABULARY"  # what the parent read, handed to a child
-
-
-class Described:
-    """`melchior tool --describe`, read on a thread while `melchior serve` starts; a child
-    takes what its parent read (the same melchior, the same vocabulary) and runs nothing."""
-
-    def __init__(self, env: Mapping[str, str], handed: str | None) -> None:
-        self.vocabulary: dict[str, Any] | None = None
-        self.thread: threading.Thread | None = None
-        if handed:
-            with contextlib.suppress(ValueError):
-                value = json.loads(handed)
-                self.vocabulary = value if isinstance(value, dict) else None
-        if self.vocabulary is None:
-            self.thread = threading.Thread(target=self.read, args=(dict(env),), daemon=True)
-            self.thread.start()
-
-    def read(self, env: dict[str, str]) -> None:
-        from magi_code.runner.melchior_tools import describe
-
-        self.vocabulary = describe(peers.melchior_command(), env)
-
-    def result(self) -> dict[str, Any] | None:
-        if self.thread is not None:
-            self.thread.join()  # bounded: describe runs under MELCHIOR_TOOL_MS
-        return self.vocabulary
 
 
 def bound(settings: Mapping[str, Any], key: str, ceiling: int) -> int:
@@ -83,19 +59,35 @@ def bound(settings: Mapping[str, Any], key: str, ceiling: int) -> int:
 
 
 class Boot:
-    """The first half of `SessionAgents.open`: `melchior serve` launched and its vocabulary
-    being read. A face makes it before it attaches the session, so melchior boots meanwhile;
-    it hands it to `open`, or calls `abandon` if the session could not be attached."""
+    """A session's `melchior serve`, launched, and a thread waiting (within MELCHIOR_START_MS)
+    for its `listening`. A face makes it before it attaches the session; nothing waits for it
+    but what needs melchior itself (`joined`): a turn starts without it."""
 
     def __init__(self, admitted: Admitted) -> None:
         self.env = melchior_env(admitted.env)
         self.talk = peers.talk_setting(admitted.settings)
+        self.melchior: peers.SessionMelchior | None = None
+        self.notice: str | None = None
+        self.done = threading.Event()
         self.process = peers.launch(self.env, self.talk, admitted.cwd)
-        self.described = Described(self.env, admitted.env.get(VOCABULARY_ENV))
+        threading.Thread(target=self._wait, name="melchior-boot", daemon=True).start()
+
+    def _wait(self) -> None:
+        try:
+            self.melchior, self.notice = peers.ready(self.process, self.env, self.talk)
+        finally:
+            self.done.set()
 
     def abandon(self) -> None:
         if self.process is not None:
             peers.end(self.process)
+
+    def release(self) -> None:
+        """Tell melchior to end (its stdin closed) without waiting for it: for a process
+        that exits next, whose child then finishes on its own, booted or not."""
+        if self.process is not None and self.process.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
 
 
 class SessionAgents:
@@ -103,14 +95,12 @@ class SessionAgents:
         self,
         admitted: Admitted,
         session_id: str,
-        melchior: peers.SessionMelchior | None,
+        boot: Boot,
         given: Delegation | None,
-        notices: list[str],
-        vocabulary: dict[str, Any] | None,
     ) -> None:
-        self.admitted, self.session_id, self.melchior = admitted, session_id, melchior
+        self.admitted, self.session_id, self.boot = admitted, session_id, boot
         self.delegation = given
-        self.notices = notices
+        self.told = False  # the notices were said (at the end of the first turn)
         from magi_code.runner.subagents import Children
 
         self.command = peers.melchior_command()
@@ -118,16 +108,14 @@ class SessionAgents:
             bound(admitted.settings, "max_concurrent", limits.SUBAGENTS_CONCURRENT)
         )
         self.max_depth = bound(admitted.settings, "max_depth", limits.SUBAGENT_DEPTH)
-        self.vocabulary = vocabulary if melchior is not None else None
 
     @classmethod
     def open(
         cls, admitted: Admitted, attachment: Attachment, boot: Boot | None = None
     ) -> SessionAgents:
-        """Blocking (a worker thread): the delegation kept, and melchior started (or taken
-        from `boot`, launched before the session was attached)."""
+        """Blocking (a worker thread), briefly: the delegation kept, melchior launched (or
+        taken from `boot`, launched before the session was attached); never waits for it."""
         boot = boot or Boot(admitted)
-        env, talk, booting, described = boot.env, boot.talk, boot.process, boot.described
         from magi_code.runner import delegation
 
         given = delegation.from_env(admitted.env)
@@ -138,12 +126,31 @@ class SessionAgents:
             # On failure the ceiling still holds for this process; it is not kept.
             with contextlib.suppress(SessionError, OSError):
                 attachment.append(given.record(), fsync=True)
-        chosen = delegation.combine(kept, given)
-        import magi_code.runner.subagents  # noqa: F401 - loaded while melchior boots
+        return cls(admitted, attachment.session_id, boot, delegation.combine(kept, given))
 
-        melchior, notice = peers.ready(booting, env, talk)
-        notices = [notice] if notice else []
-        return cls(admitted, attachment.session_id, melchior, chosen, notices, described.result())
+    @property
+    def melchior(self) -> peers.SessionMelchior | None:
+        """This session's melchior once it listens; None while it boots or if it could not."""
+        return self.boot.melchior if self.boot.done.is_set() else None
+
+    def joined(self) -> peers.SessionMelchior | None:
+        """This session's melchior, waiting for its boot (bounded by MELCHIOR_START_MS);
+        None if it could not start. Blocking: a worker thread."""
+        self.boot.done.wait()
+        return self.boot.melchior
+
+    def tool_env(self) -> dict[str, str] | None:
+        """The environment of `melchior tool`/`fork` as this session (blocking, see `joined`);
+        None without melchior."""
+        melchior = self.joined()
+        return melchior.tool_env(self.admitted.env) if melchior is not None else None
+
+    @property
+    def notices(self) -> list[str]:
+        """What could not start, once its boot ended (melchior unavailable); empty before."""
+        if self.boot.done.is_set() and self.boot.notice is not None:
+            return [self.boot.notice]
+        return []
 
     @property
     def depth(self) -> int:
@@ -157,20 +164,15 @@ class SessionAgents:
         return under(policy, self.delegation)
 
     def tools(self) -> dict[str, Tool[Any]]:
-        """The melchior tools and, below the depth bound, the `agent` tool."""
+        """The melchior tools and, below the depth bound, the `agent` tool: offered unless
+        melchior is known not to have started (while it boots, a call waits for it)."""
         from magi_code.runner.melchior_tools import melchior_tools
         from magi_code.runner.subagents import AgentTool
 
-        melchior = self.melchior
-        if melchior is None or self.vocabulary is None:
+        if self.boot.done.is_set() and self.boot.melchior is None:
             return {}
         tools: dict[str, Tool[Any]] = dict(
-            melchior_tools(
-                self.vocabulary,
-                self.command,
-                lambda: melchior.tool_env(self.admitted.env),
-                self.instance,
-            )
+            melchior_tools(self.command, self.tool_env, self.instance)
         )
         profiles = self.admitted.context.subagents()
         if self.depth < self.max_depth and self.children.max_concurrent > 0 and profiles:
@@ -179,7 +181,7 @@ class SessionAgents:
                 profiles,
                 self.spawn,
                 self.child_env,
-                lambda: melchior.tool_env(self.admitted.env),
+                self.tool_env,
                 self.command,
                 self.report,
             )
@@ -189,9 +191,10 @@ class SessionAgents:
     def instance(self) -> set[str]:
         """The melchior ids of this session's own instance, as far as it knows them."""
         ids = set(self.children.all)
-        if self.melchior is not None:
-            ids.add(self.melchior.id)
-            parent = self.melchior.environment.get("MAGI_MELCHIOR_PARENT")
+        melchior = self.melchior
+        if melchior is not None:
+            ids.add(melchior.id)
+            parent = melchior.environment.get("MAGI_MELCHIOR_PARENT")
             if parent:
                 ids.add(parent)
         return ids
@@ -202,11 +205,11 @@ class SessionAgents:
         """A child's environment: this process's, the fork's identity, the delegation."""
         from magi_code.runner import delegation
 
-        admitted = self.admitted
+        admitted, melchior = self.admitted, self.melchior
         handed = delegation.hand_down(
             self.delegation,
             session_id=self.session_id,
-            agent_id=self.melchior.id if self.melchior is not None else "",
+            agent_id=melchior.id if melchior is not None else "",
             permissions=admitted.settings.get("permissions"),
             profile_rules=admitted.context.profile.permissions,
             trusted=admitted.trusted,
@@ -214,8 +217,6 @@ class SessionAgents:
         env = {k: v for k, v in admitted.env.items() if k not in peers.IDENTITY_KEYS}
         env.update(identity)
         env[delegation.ENV] = json.dumps({**handed.to_json(), "profile": profile})
-        if self.vocabulary is not None:
-            env[VOCABULARY_ENV] = json.dumps(self.vocabulary)
         return env
 
     def spawn(self, env: dict[str, str]) -> LocalAgentClient:
@@ -225,13 +226,14 @@ class SessionAgents:
 
     def report(self, agent_id: str) -> str | None:
         """A child's stored report (bounded), read as its parent; None when it has none."""
-        if self.melchior is None:
+        env = self.tool_env()
+        if env is None:
             return None
         try:
             done = subprocess.run(
                 [*self.command, "tool", "--verb=report", f"--who={agent_id}", "--about=json"],
                 capture_output=True,
-                env=self.melchior.tool_env(self.admitted.env),
+                env=env,
                 timeout=limits.MELCHIOR_TOOL_MS / 1000,
                 check=False,
             )
@@ -251,29 +253,36 @@ class SessionAgents:
         """Running subagents and reachable peers, with their status from melchior: what
         Mission Control's agents panel lists. Blocking (one `melchior tool` exec)."""
         rows = [child.view() for child in self.children.running()]
-        if self.melchior is None:
+        melchior = self.joined()
+        if melchior is None:
             return rows
         try:
             done = subprocess.run(
                 [*self.command, "tool", "--verb=list"],
                 capture_output=True,
-                env=self.melchior.tool_env(self.admitted.env),
+                env=melchior.tool_env(self.admitted.env),
                 timeout=limits.MELCHIOR_TOOL_MS / 1000,
                 check=False,
             )
             listed = json.loads(done.stdout).get("result", [])
         except (OSError, subprocess.TimeoutExpired, ValueError, AttributeError):
             return rows
-        mine = {self.melchior.id, *self.children.all}
+        mine = {melchior.id, *self.children.all}
         for entry in listed:
             if isinstance(entry, dict) and entry.get("id") not in mine:
                 rows.append({"kind": "peer", **{k: entry.get(k) for k in ("id", "role", "label")}})
         return rows
 
-    def close(self) -> None:
+    def close(self, *, wait: bool = True) -> None:
+        """End the children and melchior; `wait=False` (a process about to exit) does not
+        wait for melchior's boot or exit."""
         self.children.stop_all()
-        if self.melchior is not None:
-            self.melchior.close()
+        if not wait:
+            self.boot.release()
+            return
+        melchior = self.joined()
+        if melchior is not None:
+            melchior.close()
 
 
 def stored_delegation(attachment: Attachment) -> Delegation | None:
@@ -312,7 +321,7 @@ async def run_turn_with_peers(
     from magi_code.runner.turn import run_turn
 
     melchior = agents.melchior if agents is not None else None
-    if melchior is None:
+    if melchior is None:  # none, or still booting: this turn goes without peers
         finished = await run_turn(setup, journal, emit, control, prompt)
         if agents is not None and finished.persistence != "not_started":
             await say_notices(agents, emit)
@@ -341,10 +350,17 @@ async def run_turn_with_peers(
 
 
 async def say_notices(agents: SessionAgents, emit: Emitter) -> None:
+    """The session's notices, once, at the end of its first turn that started: after the
+    boot has ended (it has, in all but the quickest turns; else this waits for it)."""
+    if agents.told:
+        return
+    agents.told = True
+    import anyio
+
     from magi_code.runner.events import Diagnostic
 
-    while agents.notices:
-        code = agents.notices.pop(0)
+    await anyio.to_thread.run_sync(agents.boot.done.wait)
+    for code in agents.notices:
         await emit.critical(Diagnostic(code, NOTICE_SUMMARIES.get(code, code)))
 
 

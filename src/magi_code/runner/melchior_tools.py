@@ -1,6 +1,6 @@
-"""The model's melchior tools: one `melchior_<verb>` tool per verb that `melchior tool
---describe` publishes (the vocabulary as data, never a hand copy), each running `melchior tool`
-once per call as the session's own identity.
+"""The model's melchior tools: one `melchior_<verb>` tool per verb that melchior publishes
+(`melchior.vocabulary.TOOL`, what `melchior tool --describe` prints: the vocabulary as data,
+never a hand copy), each running `melchior tool` once per call as the session's own identity.
 
 Rules:
 - The verbs, their summaries and options come from the description; `end` is not offered (the
@@ -10,12 +10,13 @@ Rules:
   ask by default; everything else is a read.
 - The answer is melchior's one JSON reply, bounded like any tool output; a refusal is a
   failed outcome carrying melchior's code. Nothing else of the exec reaches the model.
+- A call made while the session's melchior still boots waits for it; without melchior it
+  fails with `melchior_unavailable`.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,23 +33,6 @@ NOT_OFFERED = frozenset({"end"})
 WRITES = frozenset({"tell", "ask"})  # outside the instance, these ask by default
 
 
-def describe(command: list[str], env: Mapping[str, str]) -> dict[str, Any] | None:
-    """The published tool vocabulary (`melchior tool --describe`), or None."""
-    try:
-        done = subprocess.run(
-            [*command, "tool", "--describe"],
-            capture_output=True,
-            env=dict(env),
-            timeout=limits.MELCHIOR_TOOL_MS / 1000,
-            check=False,
-        )
-        reply = json.loads(done.stdout)
-        vocabulary = reply["result"][0]
-    except (OSError, subprocess.TimeoutExpired, ValueError, KeyError, IndexError, TypeError):
-        return None
-    return vocabulary if isinstance(vocabulary, dict) else None
-
-
 @dataclass(frozen=True)
 class VerbArgs:
     options: dict[str, str]
@@ -62,7 +46,7 @@ class MelchiorTool:
         verb: str,
         spec: Mapping[str, Any],
         command: list[str],
-        env: Callable[[], dict[str, str]],
+        env: Callable[[], dict[str, str] | None],
         instance: Callable[[], set[str]],
     ) -> None:
         self.verb, self.command, self.env, self.instance = verb, command, env, instance
@@ -114,8 +98,12 @@ class MelchiorTool:
         argv = [*self.command, "tool", f"--verb={self.verb}"]
         argv += [f"--{key}={value}" for key, value in args.options.items()]
         summary = self.describe(args, ctx)
+        env = await anyio.to_thread.run_sync(self.env)  # waits while melchior boots
+        if env is None:
+            unavailable = json.dumps({"error": "melchior_unavailable"})
+            return ToolOutcome(False, unavailable, f"{summary}: melchior_unavailable")
         with anyio.move_on_after(limits.MELCHIOR_TOOL_MS / 1000):
-            done = await anyio.run_process(argv, env=self.env(), check=False)
+            done = await anyio.run_process(argv, env=env, check=False)
             try:
                 reply = json.loads(done.stdout)
             except ValueError:
@@ -145,12 +133,13 @@ def _schema(shape: object) -> dict[str, object] | None:
 
 
 def melchior_tools(
-    vocabulary: Mapping[str, Any],
     command: list[str],
-    env: Callable[[], dict[str, str]],
+    env: Callable[[], dict[str, str] | None],
     instance: Callable[[], set[str]],
 ) -> dict[str, MelchiorTool]:
-    verbs = vocabulary.get("verbs")
+    from melchior.vocabulary import TOOL
+
+    verbs = TOOL.get("verbs")
     if not isinstance(verbs, Mapping):
         return {}
     tools = {}

@@ -220,7 +220,7 @@ class AgentTool:
         profiles: list[Profile],
         spawn: Callable[[dict[str, str]], LocalAgentClient],
         child_env: Callable[[str, dict[str, str]], dict[str, str]],
-        fork_env: Callable[[], dict[str, str]],
+        fork_env: Callable[[], dict[str, str] | None],
         command: list[str],
         report: Callable[[str], str | None],
     ) -> None:
@@ -262,13 +262,19 @@ class AgentTool:
         mode = "background subagent" if args.background else "subagent"
         return safe_summary(f"{mode} {args.profile}")
 
+    def _name(self) -> dict[str, Any] | None:
+        """A fork spec for the next child, as this session (waits while melchior boots);
+        None without melchior. Blocking."""
+        env = self.fork_env()
+        return self.children.name(self.command, env) if env is not None else None
+
     async def run(self, args: AgentArgs, ctx: ToolContext) -> ToolOutcome:
         summary, called = self.describe(args, ctx), time.monotonic()
         if not self.children.reserve():
             return ToolOutcome(False, json.dumps({"error": "too_many_subagents"}), summary)
         reserved = True
         try:
-            spec = await anyio.to_thread.run_sync(self.children.name, self.command, self.fork_env())
+            spec = await anyio.to_thread.run_sync(self._name)
             if spec is None:
                 return ToolOutcome(False, json.dumps({"error": "melchior_unavailable"}), summary)
             child = Child(str(spec["id"]), args.profile, args.background, started=called)
@@ -315,7 +321,9 @@ class AgentTool:
         finally:
             if reserved:
                 self.children.release()
-                self.children.mint_ahead(self.command, self.fork_env())
+                forking = self.fork_env()  # melchior's boot has ended: `_name` waited for it
+                if forking is not None:
+                    self.children.mint_ahead(self.command, forking)
 
     async def _foreground(
         self, child: Child, env: dict[str, str], prompt: str, ctx: ToolContext

@@ -20,7 +20,6 @@ is degraded, whatever was displayed. It runs in an anyio event loop and knows no
 """
 
 import json
-import uuid
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing, suppress
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ import anyio
 from magi_code import limits
 from magi_code.debug import absorbed
 from magi_code.errors import MagiError
+from magi_code.ids import uuid4
 from magi_code.providers.base import (
     AssistantText,
     Completed,
@@ -148,7 +148,7 @@ class TurnSetup:
 
 
 def new_id() -> str:
-    return uuid.uuid4().hex
+    return uuid4().replace("-", "")
 
 
 @dataclass

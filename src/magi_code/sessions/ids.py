@@ -5,9 +5,9 @@ message ID): `[A-Za-z0-9._-]+`, at most ID_BYTES. Nothing here touches files.
 """
 
 import re
-import secrets
 import time
 
+from magi_code.ids import token_hex
 from magi_code.limits import ID_BYTES, SESSION_ID_BYTES
 
 _SESSION_ID = re.compile(r"[A-Za-z0-9_-]+")
@@ -34,4 +34,4 @@ def valid_opaque_id(value: object) -> bool:
 
 def new_session_id() -> str:
     """A fresh, time-sortable session ID: 12 hex digits of milliseconds + 20 random hex digits."""
-    return f"{time.time_ns() // 1_000_000:012x}{secrets.token_hex(10)}"
+    return f"{time.time_ns() // 1_000_000:012x}{token_hex(10)}"

@@ -14,13 +14,13 @@ the owner's `is_current` check runs (file fingerprint, replay generation); once 
 snapshot is stale for good. This module opens no files itself.
 """
 
-import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress, count
 from operator import is_not
 from typing import Any
 
+from magi_code.ids import token_hex
 from magi_code.limits import (
     HISTORY_PAGE_BYTES,
     HISTORY_PAGE_ENTRIES,
@@ -222,7 +222,7 @@ class HistorySnapshot:
         self._parts, self._sizes = built.parts, built.sizes
         self._stored_ids = built.stored_ids
         self._is_current = is_current
-        self._nonce = secrets.token_hex(8)
+        self._nonce = token_hex(8)
         self._cursors: dict[str, int] = {}
         self._stale = False
 

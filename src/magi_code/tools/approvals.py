@@ -17,12 +17,12 @@ Rules:
 """
 
 import math
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import anyio
 
+from magi_code.ids import uuid4
 from magi_code.limits import APPROVAL_EXPIRY_MS
 from magi_code.tools.base import Access
 from magi_code.tools.summaries import safe_summary
@@ -31,7 +31,7 @@ Announce = Callable[[str, str, int], Awaitable[None]]  # (approval_id, summary, 
 
 
 def _new_id() -> str:
-    return str(uuid.uuid4())
+    return uuid4()
 
 
 @dataclass(frozen=True)
