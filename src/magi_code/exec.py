@@ -72,8 +72,6 @@ EXIT_BROKEN_PIPE = EXIT_SIGNAL_BASE + signal.SIGPIPE
 STARTUP_HINTS = {
     "configuration_invalid": "the settings are not valid: check {settings} and "
     ".magi-code/settings.toml in this folder",
-    "provider_unavailable": "the provider is not ready: sign in with `magi-code login`, or set "
-    "its API key variable",
     "profile_invalid": "the agent profile is not valid",
     "mcp_unavailable": "an enabled MCP server could not start: check it, or disable it in "
     "the settings",
@@ -337,11 +335,9 @@ def startup_failed(failed: StartupError) -> int:
     from magi_code.config import paths
 
     home = paths.resolve_home(os.environ)
-    hint = STARTUP_HINTS.get(failed.code, "startup failed").format(
-        settings=paths.Paths(home).settings, home=home
-    )
-    detail = f" ({failed.detail})" if failed.detail else ""
-    say(f"startup failed: {failed.code}: {hint}{detail}")
+    hint = STARTUP_HINTS.get(failed.code, "").format(settings=paths.Paths(home).settings, home=home)
+    said = "; ".join(part for part in (hint, failed.detail) if part)
+    say(f"startup failed: {failed.code}: {said or 'see the settings'}")
     return EXIT_USAGE
 
 

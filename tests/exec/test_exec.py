@@ -144,6 +144,22 @@ def test_a_startup_failure_exits_2_with_what_to_do(workspace: Path, home: Path) 
     assert done.stdout == b""
 
 
+def test_a_provider_without_a_key_names_the_login_command_and_the_variable(
+    workspace: Path, home: Path
+) -> None:
+    home.mkdir()
+    (home / "settings.toml").write_text('provider = "openai"\nmodel = "gpt-5"\n')
+    env = {k: v for k, v in environment(home).items() if k != "OPENAI_API_KEY"}
+    done = subprocess.run(
+        [*EXEC, "hi"], stdin=subprocess.DEVNULL, capture_output=True, cwd=workspace, env=env
+    )
+    assert done.returncode == 2 and done.stdout == b""
+    assert done.stderr.decode().strip() == (
+        "magi-code exec: startup failed: provider_unavailable: the provider openai has no "
+        "usable credentials: run `magi-code login openai`, or set OPENAI_API_KEY"
+    )
+
+
 def test_the_prompt_limit_is_exact(workspace: Path, home: Path) -> None:
     at_limit = run(["-"], workspace, home, stdin=b"x" * limits.PROMPT_BYTES)
     assert at_limit.returncode == 0, at_limit.stderr

@@ -109,29 +109,9 @@ def startup(cwd: str, env: Mapping[str, str], agent: str | None = None) -> tuple
     except StartupError as failed:
         cause = failed.__cause__
         detail = failed.detail or (str(cause) if isinstance(cause, SettingsError) else "")
-        if failed.code == "provider_unavailable":
-            detail = unavailable_provider(cwd, env)
         raise LaunchError(failed.code, detail) from None
     pruned = auto_prune(admitted.paths.home, admitted.settings, time.time_ns())
     return admitted, len(pruned)
-
-
-def unavailable_provider(cwd: str, env: Mapping[str, str]) -> str:
-    """Which provider lacks credentials, and how to give it some (its name only if safe)."""
-    from magi_code.config import paths, settings
-    from magi_code.runner.startup import safe_name
-
-    try:
-        home = paths.resolve_home(env)
-        conf = settings.load(paths.Paths(home).settings, paths.project_settings(cwd))
-    except (OSError, settings.SettingsError):
-        return ""
-    name = safe_name(conf["provider"])
-    variable = conf["providers"][conf["provider"]].get("api_key_env")
-    how = f"run `magi-code login {name}`" if name else "run `magi-code login NAME`"
-    if isinstance(variable, str) and safe_name(variable):
-        how += f", or set {variable}"
-    return f"the provider {name or ''} has no usable credentials: {how}".replace("  ", " ")
 
 
 @dataclass

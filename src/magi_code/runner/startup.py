@@ -300,4 +300,14 @@ def check_provider(
         sent_to=credential_providers.get(conf["provider"]),
     )
     if code is not None:
-        raise StartupError(code)
+        raise StartupError(code, credentials_hint(conf))
+
+
+def credentials_hint(conf: Mapping[str, Any]) -> str:
+    """What to do when the selected provider has no usable credentials (names only if safe)."""
+    name = safe_name(conf["provider"])
+    variable = conf["providers"][conf["provider"]].get("api_key_env")
+    how = f"run `magi-code login {name}`" if name else "run `magi-code login NAME`"
+    if isinstance(variable, str) and safe_name(variable):
+        how += f", or set {variable}"
+    return f"the provider {name or ''} has no usable credentials: {how}".replace("  ", " ")
