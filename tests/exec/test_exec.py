@@ -1,6 +1,5 @@
 """`magi-code exec` over real pipes: the real console script, a real MC_HOME, the fixture model."""
 
-import dataclasses
 import json
 import os
 import signal
@@ -14,12 +13,12 @@ import pytest
 
 from magi_code import limits
 from magi_code.client import environment
+from magi_code.records import field_names
 from magi_code.runner import events
 
 EXEC = [str(Path(sys.executable).with_name("magi-code")), "exec"]
 FIELDS = {
-    name: {"session_id", "run_id", *(f.name for f in dataclasses.fields(kind))}
-    for kind, name in events.EVENT_NAMES.items()
+    name: {"session_id", "run_id", *field_names(kind)} for kind, name in events.EVENT_NAMES.items()
 }
 
 

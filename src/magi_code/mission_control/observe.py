@@ -19,7 +19,6 @@ turn is enough.
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -33,6 +32,7 @@ from magi_code.providers.base import (
     ReasoningSummary,
     Usage,
 )
+from magi_code.records import field, field_names, record
 from magi_code.redact import redact
 from magi_code.tools.base import Access, Tool, ToolContext, ToolOutcome
 from magi_code.tools.paths import inside
@@ -42,7 +42,7 @@ ApprovalMode = Literal["ask", "edits", "full"]
 APPROVAL_MODES: tuple[ApprovalMode, ...] = ("ask", "edits", "full")
 
 
-@dataclass(frozen=True)
+@record
 class PendingCall:
     tool: str
     args: Any
@@ -50,7 +50,7 @@ class PendingCall:
     ctx: ToolContext
 
 
-@dataclass
+@record(frozen=False)
 class Observer:
     """What one turn showed the face beyond its run events."""
 
@@ -121,7 +121,7 @@ def grant_key(tool: str, access: Access) -> tuple[object, ...]:
     return (tool, access.kind, access.command, access.paths)
 
 
-@dataclass
+@record(frozen=False)
 class Grants:
     """What this person allowed while the process lives; never written anywhere."""
 
@@ -129,13 +129,13 @@ class Grants:
     exact: set[tuple[object, ...]] = field(default_factory=set)
 
 
-@dataclass(frozen=True)
+@record
 class FacePolicy(Policy):
     grants: Grants = field(default_factory=Grants)
 
     @classmethod
     def over(cls, policy: Policy, grants: Grants) -> "FacePolicy":
-        kept = {f.name: getattr(policy, f.name) for f in fields(Policy)}
+        kept = {name: getattr(policy, name) for name in field_names(Policy)}
         return cls(**kept, grants=grants)
 
     def _decide_one(self, tool: str, access: Access, path: Path | None, ws: Path) -> Decision:

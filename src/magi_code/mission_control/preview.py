@@ -8,16 +8,18 @@ preview is for reading, not a copy of the file.
 
 import difflib
 import json
-from dataclasses import asdict, dataclass, is_dataclass
+from dataclasses import asdict as dataclass_asdict
+from dataclasses import is_dataclass
 from typing import Any
 
+from magi_code.records import asdict, is_record, record
 from magi_code.redact import redact
 
 PREVIEW_LINES = 400  # diff lines shown; the rest is counted, not shown
 ARGUMENT_CHARS = 2000  # of an arguments summary
 
 
-@dataclass(frozen=True)
+@record
 class Preview:
     kind: str  # "diff", "shell" or "call"
     title: str
@@ -67,8 +69,10 @@ def preview(tool: str, args: Any, current: str | None, shown_path: str, cwd: str
 
 def arguments_summary(args: Any) -> str:
     """The arguments as JSON when they are plain data, else their text; redacted and cut."""
-    if is_dataclass(args) and not isinstance(args, type):
+    if is_record(args):
         args = asdict(args)
+    elif is_dataclass(args) and not isinstance(args, type):  # arguments not yet made records
+        args = dataclass_asdict(args)
     try:
         text = json.dumps(args, ensure_ascii=False, indent=1, default=repr)
     except (TypeError, ValueError):

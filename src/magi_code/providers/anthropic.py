@@ -7,7 +7,6 @@ A thinking block becomes a `ReasoningSummary` only when the provider itself type
 import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
-from dataclasses import dataclass, field
 
 from magi_code.providers.base import (
     AssistantText,
@@ -35,6 +34,7 @@ from magi_code.providers.wire import (
     stream_until_finished,
     text,
 )
+from magi_code.records import field, record
 
 API_VERSION = "2023-06-01"
 _STOP: dict[str, StopReason] = {
@@ -112,7 +112,7 @@ def request_body(request: ModelRequest) -> dict[str, object]:
     return body
 
 
-@dataclass
+@record(frozen=False)
 class _Block:
     kind: str
     call_id: str = ""
@@ -121,7 +121,7 @@ class _Block:
     given: str = ""  # a tool_use input sent whole at the start instead of as deltas
 
 
-@dataclass
+@record(frozen=False)
 class MessagesStreamState:
     blocks: dict[int, _Block] = field(default_factory=dict)
     input_tokens: int = 0
@@ -188,7 +188,7 @@ class MessagesStreamState:
         return []
 
 
-@dataclass
+@record(frozen=False)
 class AnthropicProvider:
     id: str
     base_url: str

@@ -6,32 +6,32 @@ a URL with credentials, or a token.
 """
 
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from magi_code.errors import MagiError
+from magi_code.records import field, record
 
 # ---- request -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class UserText:
     text: str
 
 
-@dataclass(frozen=True)
+@record
 class AssistantText:
     text: str
 
 
-@dataclass(frozen=True)
+@record
 class ToolCall:
     call_id: str
     name: str
     arguments: str  # the JSON text the model produced, assembled whole
 
 
-@dataclass(frozen=True)
+@record
 class ToolResult:
     call_id: str
     output: str
@@ -41,14 +41,14 @@ class ToolResult:
 Item = UserText | AssistantText | ToolCall | ToolResult
 
 
-@dataclass(frozen=True)
+@record
 class ToolSpec:
     name: str
     description: str
     parameters: dict[str, object]  # JSON schema of the arguments object
 
 
-@dataclass(frozen=True)
+@record
 class ModelRequest:
     model: str
     instructions: str
@@ -62,12 +62,12 @@ class ModelRequest:
 # ---- streamed events -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record
 class TextDelta:
     text: str
 
 
-@dataclass(frozen=True)
+@record
 class ReasoningSummary:
     """A summary the provider itself marked as a reasoning summary (provenance proven)."""
 
@@ -75,19 +75,19 @@ class ReasoningSummary:
     text: str
 
 
-@dataclass(frozen=True)
+@record
 class ToolCallDone:
     call: ToolCall
 
 
-@dataclass(frozen=True)
+@record
 class Usage:
     input_tokens: int
     output_tokens: int
     cached_input_tokens: int = 0
 
 
-@dataclass(frozen=True)
+@record
 class Completed:
     stop_reason: Literal["end_turn", "tool_use", "max_tokens", "other"] = "end_turn"
 
@@ -107,7 +107,7 @@ ProviderErrorCode = Literal[
 ]
 
 
-@dataclass
+@record(frozen=False)
 class ProviderError(MagiError):
     code: ProviderErrorCode
     status: int | None = None

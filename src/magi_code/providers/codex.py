@@ -10,13 +10,13 @@ import json
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import aclosing
-from dataclasses import dataclass, field
 
 from magi_code.config.credentials import CredentialStore, OAuthTokens
 from magi_code.providers.base import ModelRequest, ProviderError, ProviderEvent
 from magi_code.providers.http import HttpPolicy, control_request, status_error
 from magi_code.providers.limits import TOKEN_REFRESH_MARGIN_S
 from magi_code.providers.openai_responses import request_body, stream_responses
+from magi_code.records import field, record
 
 DEFAULT_BASE_URL = "https://chatgpt.com/backend-api/codex"
 DEFAULT_TOKEN_URL = "https://auth.openai.com/oauth/token"
@@ -58,7 +58,7 @@ def tokens_from_answer(
     )
 
 
-@dataclass
+@record(frozen=False)
 class CodexAuth:
     provider_id: str
     store: CredentialStore
@@ -103,7 +103,7 @@ class CodexAuth:
         return fresh
 
 
-@dataclass
+@record(frozen=False)
 class CodexProvider:
     id: str
     auth: CodexAuth

@@ -7,7 +7,6 @@ and never emits reasoning: chat "reasoning" fields carry no provenance as summar
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
-from dataclasses import dataclass, field
 
 from magi_code.providers.base import (
     AssistantText,
@@ -25,6 +24,7 @@ from magi_code.providers.base import (
 from magi_code.providers.http import HttpPolicy, stream_sse
 from magi_code.providers.registry import keyed_build
 from magi_code.providers.wire import StopReason, count, event_json, obj, stream_error, text
+from magi_code.records import field, record
 
 _STOP: dict[str, StopReason] = {
     "stop": "end_turn",
@@ -82,14 +82,14 @@ def request_body(request: ModelRequest) -> dict[str, object]:
     return body
 
 
-@dataclass
+@record(frozen=False)
 class _Call:
     call_id: str = ""
     name: str = ""
     arguments: list[str] = field(default_factory=list)
 
 
-@dataclass
+@record(frozen=False)
 class ChatStreamState:
     """Chunks in, events out: assembles tool calls split across chunks."""
 
@@ -161,7 +161,7 @@ class ChatStreamState:
         return out
 
 
-@dataclass
+@record(frozen=False)
 class OpenAIChatProvider:
     id: str
     base_url: str

@@ -6,7 +6,6 @@ provider's own provenance). Never touches sockets itself (`http` does).
 
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
-from dataclasses import dataclass, field
 
 from magi_code.providers.base import (
     AssistantText,
@@ -31,6 +30,7 @@ from magi_code.providers.wire import (
     stream_until_finished,
     text,
 )
+from magi_code.records import field, record
 
 
 def request_body(request: ModelRequest) -> dict[str, object]:
@@ -79,7 +79,7 @@ def request_body(request: ModelRequest) -> dict[str, object]:
     return body
 
 
-@dataclass
+@record(frozen=False)
 class ResponsesStreamState:
     """Typed events in, ProviderEvents out; arguments assembled per output item."""
 
@@ -141,7 +141,7 @@ class ResponsesStreamState:
         return out
 
 
-@dataclass
+@record(frozen=False)
 class OpenAIResponsesProvider:
     id: str
     base_url: str

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from magi_code.records import field_names, record
 from magi_code.tools.base import Access
 from magi_code.tools.narrowing import narrowed
 from magi_code.tools.policy import Decision, Policy, PolicyError, strictest
@@ -28,7 +28,7 @@ from magi_code.tools.policy import Decision, Policy, PolicyError, strictest
 ENV = "MAGI_CODE_DELEGATION"
 
 
-@dataclass(frozen=True)
+@record
 class Delegation:
     parent_session: str  # the parent's session id: the child's session links to it
     parent_agent: str  # the parent's melchior id
@@ -97,9 +97,9 @@ def invocation(env: Mapping[str, str]) -> str:
 def stored(records: Iterable[Mapping[str, Any]]) -> Delegation | None:
     """The delegation a session stores (its last `session` record naming one)."""
     found: Delegation | None = None
-    for record in records:
-        if record.get("type") == "session" and "delegation" in record:
-            found = parse(record["delegation"]) or found
+    for entry in records:
+        if entry.get("type") == "session" and "delegation" in entry:
+            found = parse(entry["delegation"]) or found
     return found
 
 
@@ -142,7 +142,7 @@ def _ceiling_policy(ceiling: Mapping[str, Any]) -> Policy:
     return narrowed(Policy.from_settings(ceiling.get("permissions")), ceiling.get("rules", []))
 
 
-@dataclass(frozen=True)
+@record
 class Ceilinged(Policy):
     """A session's own policy under the ceilings it was delegated."""
 
@@ -157,6 +157,6 @@ def under(policy: Policy, delegation: Delegation | None) -> Policy:
     """`policy` held under `delegation`'s ceilings (unchanged without one)."""
     if delegation is None or not delegation.ceilings:
         return policy
-    fields = {name: getattr(policy, name) for name in Policy.__dataclass_fields__}
+    fields = {name: getattr(policy, name) for name in field_names(Policy)}
     ceilings = tuple(_ceiling_policy(c) for c in delegation.ceilings)
     return Ceilinged(**fields, ceilings=ceilings)

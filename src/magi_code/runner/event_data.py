@@ -10,5 +10,5 @@ from magi_code.runner.events import EVENT_NAMES, RunEvent
 
 
 def event_data(event: RunEvent, session_id: str, run_id: str) -> tuple[str, dict[str, Any]]:
-    # Run events are flat dataclasses: their fields are the event's data.
+    # Run events are flat records: their fields are the event's data.
     return EVENT_NAMES[type(event)], {"session_id": session_id, "run_id": run_id, **vars(event)}

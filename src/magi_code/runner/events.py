@@ -4,25 +4,26 @@ Critical events (everything but `MessageDelta`) must reach the face; a face that
 take one within its bound cancels the run with `output_unavailable`. Deltas are best effort.
 """
 
-from dataclasses import dataclass
 from typing import Literal
 
+from magi_code.records import record
 
-@dataclass(frozen=True)
+
+@record
 class InputPersisted:
     message_id: str
     revision: str
     durable: bool = True
 
 
-@dataclass(frozen=True)
+@record
 class MessageDelta:
     message_id: str
     part: int
     text: str
 
 
-@dataclass(frozen=True)
+@record
 class MessageReconcile:
     message_id: str
     part: int
@@ -34,7 +35,7 @@ class MessageReconcile:
 ActivityState = Literal["started", "completed", "failed"]
 
 
-@dataclass(frozen=True)
+@record
 class Activity:
     activity_id: str
     kind: Literal["tool", "subagent", "compaction"]
@@ -43,14 +44,14 @@ class Activity:
     summary: str
 
 
-@dataclass(frozen=True)
+@record
 class ApprovalRequested:
     approval_id: str
     summary: str
     expires_in_ms: int
 
 
-@dataclass(frozen=True)
+@record
 class Diagnostic:
     code: str
     summary: str
@@ -60,7 +61,7 @@ Outcome = Literal["completed", "cancelled", "failed"]
 Persistence = Literal["durable", "degraded", "not_started"]
 
 
-@dataclass(frozen=True)
+@record
 class RunFinished:
     outcome: Outcome
     persistence: Persistence

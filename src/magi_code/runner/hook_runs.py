@@ -14,7 +14,6 @@ reaches the model, now and on replay; post_tool_use context is the caller's to p
 
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -28,6 +27,7 @@ from magi_code.limits import (
     HOOK_REASON_BYTES,
 )
 from magi_code.limits import HOOK_STDOUT_BYTES as STDOUT_BYTES
+from magi_code.records import field, record
 from magi_code.runner.hooks import Finished, Hook, applying, framed, payload, verdict
 from magi_code.tools.processes import kill_group
 from magi_code.tools.summaries import ELLIPSIS, clip_utf8
@@ -47,7 +47,7 @@ class Sink(Protocol):
     async def warn(self, code: str, summary: str) -> None: ...
 
 
-@dataclass
+@record(frozen=False)
 class Fired:
     blocked: str | None = None  # the reason the model gets
     contexts: list[str] = field(default_factory=list)  # framed, within HOOK_CONTEXT_BYTES

@@ -22,7 +22,6 @@ from __future__ import annotations
 import fnmatch
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from magi_code.limits import (
     HOOK_CONTEXT_BYTES,
@@ -32,6 +31,7 @@ from magi_code.limits import (
     HOOK_TIMEOUT_MS,
     HOOKS_PER_EVENT,
 )
+from magi_code.records import record
 from magi_code.tools.summaries import clip_utf8, scrub_surrogates
 
 EVENTS = (
@@ -55,7 +55,7 @@ class HookConfigError(ValueError):
     code = "configuration_invalid"
 
 
-@dataclass(frozen=True)
+@record
 class Hook:
     event: str
     argv: tuple[str, ...]  # a string command is ("/bin/sh", "-c", command)
@@ -69,7 +69,7 @@ class Hook:
         return tool is not None and fnmatch.fnmatchcase(tool, self.matcher)
 
 
-@dataclass(frozen=True)
+@record
 class Finished:
     """How one hook process ended, as hook_runs.py saw it."""
 
@@ -80,7 +80,7 @@ class Finished:
     started: bool = True
 
 
-@dataclass(frozen=True)
+@record
 class Verdict:
     blocked: str | None = None  # the reason, when the hook blocks
     context: str | None = None  # additional context for the model

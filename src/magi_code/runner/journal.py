@@ -14,11 +14,11 @@ or the file nears a bound; the stored-read bounds cannot be lowered, so near the
 start a new session.
 """
 
-from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary, WeakSet
 
 from magi_code.limits import HISTORY_NEAR_SHARE
+from magi_code.records import record
 from magi_code.runner.compaction import SizedItems
 from magi_code.runner.events import Diagnostic
 from magi_code.runner.replay import Replayer
@@ -36,7 +36,7 @@ STORED_NEAR_TEXT = (
 )
 
 
-@dataclass
+@record(frozen=False)
 class _Replay:
     replayer: Replayer
     revision: str  # the attachment's revision after the last record fed

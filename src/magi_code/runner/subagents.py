@@ -29,7 +29,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -37,6 +36,7 @@ import anyio.from_thread
 import anyio.to_thread
 
 from magi_code import limits
+from magi_code.records import field, record
 from magi_code.runner.events import Activity
 from magi_code.runner.turn import new_id
 from magi_code.tools import args as A
@@ -50,14 +50,14 @@ if TYPE_CHECKING:
 Approve = Callable[[str], bool]  # a labelled summary -> allowed (blocking; from a thread)
 
 
-@dataclass(frozen=True)
+@record
 class AgentArgs:
     prompt: str
     profile: str
     background: bool
 
 
-@dataclass
+@record(frozen=False)
 class Child:
     """One subagent as its parent sees it (what Mission Control lists)."""
 

@@ -22,7 +22,6 @@ is degraded, whatever was displayed. It runs in an anyio event loop and knows no
 import json
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing, suppress
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast
 
@@ -49,6 +48,7 @@ from magi_code.providers.base import (
     UserText,
     failure_summary,
 )
+from magi_code.records import field, record
 from magi_code.redact import LiveRedactor, redact
 from magi_code.runner import compaction
 from magi_code.runner.events import (
@@ -128,7 +128,7 @@ class TurnControl:
             self.scope.cancel()
 
 
-@dataclass
+@record(frozen=False)
 class TurnSetup:
     session_id: str
     run_id: str
@@ -151,7 +151,7 @@ def new_id() -> str:
     return uuid4().replace("-", "")
 
 
-@dataclass
+@record(frozen=False)
 class Segment:
     message_id: str
     parts: list[str] = field(default_factory=list)

@@ -39,11 +39,11 @@ entries (a `Prefix`, prefixes.py) instead of copying it, so taking one costs wha
 """
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import cast
 
 from magi_code.limits import HISTORY_SNAPSHOT_BYTES, HISTORY_SNAPSHOT_PARTS, SUMMARY_BYTES
 from magi_code.prefixes import Growing
+from magi_code.records import record
 from magi_code.redact import redact
 from magi_code.sessions.errors import SessionError
 from magi_code.sessions.records import Record
@@ -52,7 +52,7 @@ INTERRUPTED_TEXT = "This turn was interrupted before it finished; the reply may 
 TORN_TEXT = "A record that was still being written when the session stopped was ignored."
 
 
-@dataclass(frozen=True)
+@record
 class Entry:
     """One projected message before chunking."""
 
@@ -62,13 +62,13 @@ class Entry:
     stored_id: str | None = None  # the stored message_id of a user or assistant message
 
 
-@dataclass(frozen=True)
+@record
 class Projection:
     entries: Sequence[Entry]  # immutable; shares the projector's list (prefixes.py)
     complete: bool
 
 
-@dataclass
+@record(frozen=False)
 class _Slot:
     kind: str
     text: str = ""

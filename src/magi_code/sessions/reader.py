@@ -27,13 +27,13 @@ fold can lower them: the runner warns as they near (runner/journal.py).
 import hashlib
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jiter
 
 from magi_code.limits import HISTORY_NEAR_SHARE, STORED_HISTORY_BYTES, STORED_HISTORY_LINES
+from magi_code.records import record
 from magi_code.sessions.errors import SessionError
 from magi_code.sessions.projection import Projection, Projector
 from magi_code.sessions.records import Record, check_record
@@ -44,7 +44,7 @@ TAIL_BYTES = 4096
 DIGEST_HEX = 40  # of SHA-256 (hardware-accelerated where it matters); fits a revision
 
 
-@dataclass(frozen=True)
+@record
 class Fingerprint:
     device: int
     inode: int
@@ -54,7 +54,7 @@ class Fingerprint:
     tail: bytes  # the file's last bytes (at most TAIL_BYTES) as read
 
 
-@dataclass(frozen=True)
+@record
 class ReadResult:
     projection: Projection
     digest: str  # hex content digest of every byte read

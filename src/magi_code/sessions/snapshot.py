@@ -15,7 +15,6 @@ snapshot is stale for good. This module opens no files itself.
 """
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import compress, count
 from operator import is_not
 from typing import Any
@@ -28,6 +27,7 @@ from magi_code.limits import (
     HISTORY_SNAPSHOT_PARTS,
 )
 from magi_code.prefixes import Growing, Prefix
+from magi_code.records import record
 from magi_code.sessions.chunking import serialized_bytes, split_text
 from magi_code.sessions.errors import SessionError
 from magi_code.sessions.ids import valid_opaque_id
@@ -36,7 +36,7 @@ from magi_code.sessions.projection import Entry, Projection
 Part = dict[str, Any]
 
 
-@dataclass(frozen=True)
+@record
 class Page:
     session_id: str
     revision: str
@@ -55,7 +55,7 @@ class Page:
         }
 
 
-@dataclass(frozen=True)
+@record
 class Built:
     """A projection chunked into parts, each with its serialized size."""
 

@@ -18,12 +18,12 @@ import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from magi_code.limits import STORED_HISTORY_BYTES, STORED_HISTORY_LINES
+from magi_code.records import record
 from magi_code.sessions.chunking import dumps
 from magi_code.sessions.errors import SessionError
 from magi_code.sessions.ids import new_session_id, valid_session_id
@@ -60,7 +60,7 @@ def _stored_fullness(reader: SessionReader) -> float:
     return max(reader.total / STORED_HISTORY_BYTES, reader.lines / STORED_HISTORY_LINES)
 
 
-@dataclass(frozen=True)
+@record
 class Selection:
     provider: str
     model: str
@@ -169,7 +169,7 @@ class SessionStore:
                 del self._held[attachment.session_id]
 
 
-@dataclass
+@record(frozen=False)
 class _State:
     """What an attachment starts from: a read of the file, or nothing yet."""
 

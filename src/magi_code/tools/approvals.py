@@ -18,12 +18,12 @@ Rules:
 
 import math
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 
 import anyio
 
 from magi_code.ids import uuid4
 from magi_code.limits import APPROVAL_EXPIRY_MS
+from magi_code.records import field, record
 from magi_code.tools.base import Access
 from magi_code.tools.summaries import safe_summary
 
@@ -34,7 +34,7 @@ def _new_id() -> str:
     return uuid4()
 
 
-@dataclass(frozen=True)
+@record
 class Asked:
     """What an approval is for. `arguments` is the model's JSON: never put it on a wire as is."""
 
@@ -43,7 +43,7 @@ class Asked:
     arguments: str
 
 
-@dataclass
+@record(frozen=False)
 class _Pending:
     deadline: float  # anyio clock
     asked: Asked | None = None

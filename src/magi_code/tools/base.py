@@ -10,10 +10,10 @@ and bounded, and `output` is bounded for the model.
 """
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
+from magi_code.records import KW_ONLY, record
 from magi_code.tools.host_io import HostIO
 from magi_code.tools.limits import OUTPUT_BYTES
 from magi_code.tools.summaries import clip_utf8, safe_summary, scrub_surrogates
@@ -32,7 +32,7 @@ class ToolInputError(ValueError):
         self.code: InputErrorCode = code
 
 
-@dataclass(frozen=True)
+@record
 class ToolContext:
     workspace: Path  # canonical cwd of the run
     env: Mapping[str, str]  # environment for subprocesses
@@ -45,7 +45,7 @@ class ToolContext:
     host: HostIO | None = None  # the client's files and terminals, when the face offers them
 
 
-@dataclass(frozen=True)
+@record
 class Bridge:
     """The session's tools as a Code Mode program may call them: by name with JSON arguments,
     each call decided and run by the turn (the Code Mode policy, approvals, hooks)."""
@@ -54,7 +54,7 @@ class Bridge:
     call: "Callable[[str, str], Awaitable[ToolOutcome]]"
 
 
-@dataclass(frozen=True)
+@record
 class ToolOutcome:
     ok: bool
     output: str  # text for the model, at most OUTPUT_BYTES UTF-8 bytes
@@ -66,7 +66,7 @@ class ToolOutcome:
         object.__setattr__(self, "summary", safe_summary(self.summary))
 
 
-@dataclass(frozen=True)
+@record
 class Access:
     kind: AccessKind
     paths: tuple[Path, ...] = ()  # resolved, canonical

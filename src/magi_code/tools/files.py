@@ -9,12 +9,12 @@ With a host (`ctx.host`: an editor's buffers over ACP) the text goes through it 
 files it carries: the same numbering, notes and bounds, and the disk is left to the host.
 """
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 import anyio.from_thread
 
+from magi_code.records import record
 from magi_code.tools import args as A
 from magi_code.tools.base import Access, ToolContext, ToolOutcome
 from magi_code.tools.host_io import HostIO
@@ -38,7 +38,7 @@ def failed(code: str, what: str, summary: str) -> ToolOutcome:
 _PATH = {"type": "string", "description": "File path, relative to the workspace or absolute."}
 
 
-@dataclass(frozen=True)
+@record
 class ReadArgs:
     path: str
     offset: int  # first line, 1-based
@@ -159,7 +159,7 @@ def _read_text(text: str, shown: str, args: ReadArgs) -> ToolOutcome:
     return ToolOutcome(ok=True, output=shown_text, summary=f"read {shown} (lines {first}-{last})")
 
 
-@dataclass(frozen=True)
+@record
 class WriteArgs:
     path: str
     content: str
@@ -222,7 +222,7 @@ def _write(path: Path, data: bytes) -> bool:
     return existed
 
 
-@dataclass(frozen=True)
+@record
 class EditArgs:
     path: str
     old: str

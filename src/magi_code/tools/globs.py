@@ -11,7 +11,8 @@ O(pattern x path) at worst.
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from magi_code.records import record
 
 Token = str | Callable[[str], bool]  # _STAR, or a one-character test
 _STAR = "*"
@@ -21,7 +22,7 @@ class GlobError(ValueError):
     """The pattern is empty, holds NUL, or climbs with `..`."""
 
 
-@dataclass(frozen=True)
+@record
 class Glob:
     segments: tuple[tuple[Token, ...] | None, ...]  # None stands for `**`; () for the root
     absolute: bool

@@ -11,12 +11,12 @@ import os
 import re
 import subprocess
 import sys
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import anyio
 
 import magi_code
+from magi_code.records import asdict, record
 from magi_code.tools import args as A
 from magi_code.tools.base import Access, ToolContext, ToolInputError, ToolOutcome
 from magi_code.tools.files import failed
@@ -33,7 +33,7 @@ from magi_code.tools.search import Request, Result
 from magi_code.tools.summaries import safe_summary
 
 
-@dataclass(frozen=True)
+@record
 class GrepArgs:
     pattern: str
     path: str

@@ -7,11 +7,12 @@ the call before any of these is reached.
 """
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
+from magi_code.records import record
 
-@dataclass(frozen=True)
+
+@record
 class HostRun:
     """How a command run by the host ended, with its output (the host keeps the tail)."""
 
@@ -22,7 +23,7 @@ class HostRun:
     timed_out: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class HostIO:
     # The largest file (on disk, or to write) the host carries; a larger one stays local.
     file_bytes: int

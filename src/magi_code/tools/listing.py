@@ -7,12 +7,12 @@ read, so their threads are abandoned on cancellation.
 """
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 import anyio.from_thread
 
+from magi_code.records import record
 from magi_code.tools import args as A
 from magi_code.tools.base import Access, ToolContext, ToolInputError, ToolOutcome
 from magi_code.tools.files import failed
@@ -30,7 +30,7 @@ def _mark(entry: os.DirEntry[str]) -> str:
     return "/" if entry.is_dir(follow_symlinks=False) else ""
 
 
-@dataclass(frozen=True)
+@record
 class ListArgs:
     path: str
 
@@ -76,7 +76,7 @@ def _list(path: Path) -> list[str]:
         return sorted(entry.name + _mark(entry) for entry in it)
 
 
-@dataclass(frozen=True)
+@record
 class GlobArgs:
     pattern: str
 

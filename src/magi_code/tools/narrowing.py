@@ -10,8 +10,8 @@
 """
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 
+from magi_code.records import replace
 from magi_code.tools.globs import GlobError, compile_glob
 from magi_code.tools.policy import Policy, Rule
 

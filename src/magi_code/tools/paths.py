@@ -9,10 +9,10 @@ paths whose writes must always ask and the secrets no tool may read, for the pol
 import errno
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
+from magi_code.records import record
 from magi_code.tools.base import ToolContext
 
 
@@ -43,7 +43,7 @@ USER_CREDENTIALS = (
 CREDENTIAL_STORE = "credentials.json"  # config/credentials.py keeps it in MC_HOME
 
 
-@dataclass(frozen=True)
+@record
 class Protected:
     """Writes inside `roots` (and in any `.git` folder) always ask; `secrets` are never read.
     All paths canonical, as the tools resolve theirs."""

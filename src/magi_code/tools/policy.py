@@ -29,10 +29,10 @@ Rules:
 import fnmatch
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from magi_code.records import record
 from magi_code.tools.base import Access
 from magi_code.tools.globs import Glob, GlobError, compile_glob
 from magi_code.tools.paths import Protected, inside
@@ -64,7 +64,7 @@ class PolicyError(ValueError):
     code = "configuration_invalid"
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     tool: str  # a tool name or "*"
     decision: Decision
@@ -89,7 +89,7 @@ class Rule:
         return fnmatch.fnmatchcase(command, self.command)
 
 
-@dataclass(frozen=True)
+@record
 class Policy:
     default_read: Decision = "allow"
     default_write: Decision = "ask"

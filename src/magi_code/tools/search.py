@@ -13,9 +13,9 @@ import json
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from magi_code.records import asdict, field, record
 from magi_code.tools.globs import compile_glob
 from magi_code.tools.limits import GREP_FILE_BYTES, GREP_MATCHES, TEXT_BYTES
 from magi_code.tools.paths import open_regular, os_error_code
@@ -23,7 +23,7 @@ from magi_code.tools.text import Lines, cut_line, decode_line, is_binary, read_l
 from magi_code.tools.walk import Walk
 
 
-@dataclass
+@record(frozen=False)
 class Result:
     lines: list[str] = field(default_factory=list)
     dropped: int = 0  # lines that did not fit TEXT_BYTES
@@ -34,7 +34,7 @@ class Result:
     error: str | None = None  # an os_error_code for the root itself
 
 
-@dataclass(frozen=True)
+@record
 class Request:
     root: str
     shown: str  # how the root is displayed; prefixes every result path

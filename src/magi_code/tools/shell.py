@@ -16,11 +16,11 @@ Rules:
 
 import codecs
 import subprocess
-from dataclasses import dataclass
 
 import anyio
 import anyio.abc
 
+from magi_code.records import record
 from magi_code.tools import args as A
 from magi_code.tools.base import Access, ToolContext, ToolOutcome
 from magi_code.tools.host_io import HostRunner
@@ -37,7 +37,7 @@ from magi_code.tools.summaries import safe_summary
 SHELL = "/bin/sh"
 
 
-@dataclass(frozen=True)
+@record
 class ShellArgs:
     command: str
     timeout_s: float

@@ -7,7 +7,6 @@ only the skills admitted at startup: a name outside them is an error outcome, an
 model gives is ever opened. It only reads, so its thread is abandoned on cancellation.
 """
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -15,13 +14,14 @@ import anyio
 from magi_code.context import frontmatter
 from magi_code.context.skills import Skill, load_body, resources
 from magi_code.limits import SKILL_BODY_BYTES
+from magi_code.records import record
 from magi_code.tools import args as A
 from magi_code.tools.base import Access, ToolContext, ToolOutcome
 from magi_code.tools.files import failed
 from magi_code.tools.summaries import safe_summary
 
 
-@dataclass(frozen=True)
+@record
 class SkillArgs:
     name: str
 

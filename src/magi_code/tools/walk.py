@@ -8,9 +8,9 @@ has already abandoned.
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
+from magi_code.records import record
 from magi_code.tools.limits import WALK_ENTRIES
 
 SKIPPED_DIRS = frozenset({".git"})
@@ -21,7 +21,7 @@ def _no_check() -> None:
     pass
 
 
-@dataclass
+@record(frozen=False)
 class Walk:
     root: Path
     check: Callable[[], None] = _no_check  # raises to stop the walk
