@@ -1,19 +1,14 @@
 """The pure parts of Mission Control: approval previews, command parsing, @path completion."""
 
-from dataclasses import dataclass
 from pathlib import Path
 
+from magi_code.mcp.tool import McpArgs
 from magi_code.mission_control.commands import parse
 from magi_code.mission_control.mentions import complete
 from magi_code.mission_control.preview import PREVIEW_LINES, preview
 from magi_code.redact import REDACTED
 from magi_code.tools.files import EditArgs, WriteArgs
 from magi_code.tools.shell import ShellArgs
-
-
-@dataclass(frozen=True)
-class McpLikeArgs:
-    arguments: dict[str, object]
 
 
 def test_an_edit_is_previewed_as_its_diff() -> None:
@@ -47,7 +42,7 @@ def test_shell_and_other_tools_show_command_cwd_and_arguments_redacted() -> None
     shell = preview("shell", ShellArgs(f"curl -H {secret} x", 10.0), None, "", "/work")
     assert shell.kind == "shell" and "in /work" in shell.body
     assert secret not in shell.body and REDACTED in shell.body
-    call = preview("docs__search", McpLikeArgs({"query": "tls", "key": secret}), None, "", "/w")
+    call = preview("docs__search", McpArgs({"query": "tls", "key": secret}), None, "", "/w")
     assert call.title == "call docs__search" and '"query": "tls"' in call.body
     assert secret not in call.body
 

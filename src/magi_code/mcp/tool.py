@@ -14,7 +14,6 @@ Rules:
 
 import concurrent.futures
 import json
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -22,6 +21,7 @@ import mcp_types
 
 from magi_code.mcp.limits import DESCRIPTION_CHARS
 from magi_code.mcp.names import tool_name
+from magi_code.records import record
 from magi_code.tools.args import load_any_object
 from magi_code.tools.base import Access, ToolContext, ToolOutcome
 from magi_code.tools.summaries import safe_summary
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from magi_code.mcp.manager import McpManager
 
 
-@dataclass(frozen=True)
+@record
 class McpArgs:
     arguments: dict[str, Any]
 

@@ -8,8 +8,6 @@ preview is for reading, not a copy of the file.
 
 import difflib
 import json
-from dataclasses import asdict as dataclass_asdict
-from dataclasses import is_dataclass
 from typing import Any
 
 from magi_code.records import asdict, is_record, record
@@ -71,8 +69,6 @@ def arguments_summary(args: Any) -> str:
     """The arguments as JSON when they are plain data, else their text; redacted and cut."""
     if is_record(args):
         args = asdict(args)
-    elif is_dataclass(args) and not isinstance(args, type):  # arguments not yet made records
-        args = dataclass_asdict(args)
     try:
         text = json.dumps(args, ensure_ascii=False, indent=1, default=repr)
     except (TypeError, ValueError):

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
 
 from magi_code import limits
+from magi_code.records import record
 from magi_code.tools import args as A
 from magi_code.tools.base import Access, ToolContext, ToolInputError, ToolOutcome
 from magi_code.tools.summaries import safe_summary
@@ -33,7 +33,7 @@ NOT_OFFERED = frozenset({"end"})
 WRITES = frozenset({"tell", "ask"})  # outside the instance, these ask by default
 
 
-@dataclass(frozen=True)
+@record
 class VerbArgs:
     options: dict[str, str]
 

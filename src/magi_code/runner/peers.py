@@ -28,10 +28,10 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from magi_code import limits
+from magi_code.records import field, record
 from magi_code.tools.summaries import clip_utf8, safe_summary
 
 ENV_TALK = "MAGI_MELCHIOR_TALK"  # melchior's published setting names (its README, "Walls")
@@ -63,7 +63,7 @@ def talk_setting(settings: Mapping[str, Any]) -> str:
     return talk if talk in TALKS else "instance"
 
 
-@dataclass(frozen=True)
+@record
 class PeerMessage:
     who: str  # project/role/id, proven by melchior
     sort: str
@@ -87,7 +87,7 @@ def peer_text(who: str, sort: str, text: str) -> str:
     )
 
 
-@dataclass
+@record(frozen=False)
 class SessionMelchior:
     """One session's running `melchior serve`."""
 

@@ -22,7 +22,6 @@ import json
 import socket
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -40,6 +39,7 @@ from magi_code.limits import (
     CODE_RESULT_BYTES,
     CODE_TIMEOUT_S,
 )
+from magi_code.records import record
 from magi_code.tools import args as A
 from magi_code.tools.base import Access, Bridge, ToolContext, ToolOutcome
 from magi_code.tools.processes import kill_group
@@ -49,13 +49,13 @@ from magi_code.tools.summaries import safe_summary
 CHILD = Path(__file__).with_name("code_child.py")
 
 
-@dataclass(frozen=True)
+@record
 class CodeArgs:
     program: str
     timeout_s: float
 
 
-@dataclass
+@record(frozen=False)
 class Conversation:
     """What the bridge saw of one program."""
 
