@@ -6,31 +6,50 @@ credential, a provider body or the input that caused it. Each face turns the cod
 own answer (an error response, a `run.finished`, an exit status); the codes themselves are
 the ones the specs publish, so moving a class in this tree never changes what goes on a wire.
 
-    MagiError                       code: str (each package narrows it)
+    MagiError                       code: str (each package narrows it to a Literal)
     ├── ProviderError               providers/base.py: ProviderErrorCode (auth_failed,
     │                               rate_limited, server_error, transport_failed,
     │                               malformed_stream, context_overflow, refused)
+    ├── SSEError                    providers/sse.py: malformed_stream (`reason` says how)
+    ├── ConfigurationInvalid        providers/registry.py: configuration_invalid
+    ├── SignInFailed                providers/signin.py: sign_in_failed
+    ├── ConfigError                 config/__init__.py: ConfigCode
+    │   ├── SettingsError           configuration_invalid (config/settings.py)
+    │   ├── SettingsFileError       settings_file_failed (config/settings_file.py)
+    │   └── CredentialsError        credentials_failed (config/credentials.py)
+    ├── ContextError                context/__init__.py: ContextCode
+    │   ├── ContextSettingsError    configuration_invalid (context/loader.py)
+    │   ├── ProfileError            profile_invalid (context/profiles.py)
+    │   ├── InvalidSkill            skill_invalid (context/skills.py; also a ValueError)
+    │   └── FrontMatterError        front_matter_invalid (context/frontmatter.py; ValueError)
+    ├── ToolsError                  tools/__init__.py: ToolsCode
+    │   ├── ToolInputError          InputErrorCode, for the model (tools/base.py; ValueError)
+    │   ├── PolicyError             configuration_invalid (tools/policy.py; ValueError)
+    │   └── GlobError               glob_invalid (tools/globs.py; ValueError)
     ├── SessionError                sessions/errors.py: SessionCode (busy, stale_session, ...)
     ├── StartupError                runner/startup.py: StartupCode (configuration_invalid,
     │                               provider_unavailable, profile_invalid, mcp_unavailable,
     │                               startup_cancelled, startup_failed); `detail` stays local
     ├── RunFailed                   runner/turn.py: RunFailedCode (content_limit,
     │                               execution_failed)
+    ├── HookConfigError             runner/hooks.py: configuration_invalid (also a ValueError)
     ├── RequestRejected             local_agent/errors.py: one of ALL_ERRORS (checked)
-    └── McpStartupError             mcp/errors.py: McpStartupCode
-        ├── McpUnavailable          mcp_unavailable
-        │   └── McpLoginRequired    mcp_unavailable (`server` is for the terminal only)
-        └── McpCancelled            startup_cancelled
+    ├── McpStartupError             mcp/errors.py: McpStartupCode
+    │   ├── McpUnavailable          mcp_unavailable
+    │   │   └── McpLoginRequired    mcp_unavailable (`server` is for the terminal only)
+    │   └── McpCancelled            startup_cancelled
+    ├── DefinitionError             mcp/errors.py: configuration_invalid (also a ValueError)
+    └── LaunchError                 mission_control/driver.py: a StartupCode, and `detail`
+                                    and `explain()` for the terminal
 
-Uncoded, and caught where they are raised (each becomes a code there or a fixed phrase on a
-terminal): providers: SSEError (a reason, read as malformed_stream), ConfigurationInvalid,
-SignInFailed, http._Failed (wraps a ProviderError); config: SettingsError, SettingsFileError,
-CredentialsError; context: ContextSettingsError, ProfileError, InvalidSkill,
-FrontMatterError; tools: ToolInputError (InputErrorCode, for the model), PolicyError and
-runner.hooks.HookConfigError (configuration_invalid at startup), GlobError, NotRegularFile,
-code_child.ToolError; mcp: DefinitionError (configuration_invalid), LoginFailed,
-LoginRequired, CommandError; local_agent: OversizeFrame, UnencodableFrame, OutputFailed,
-ChannelFull; runner.turn: OutputUnavailable; client: ErrorResponse, ChildGone.
+Uncoded, and caught where they are raised (control flow or a transport's own condition,
+never a failure a wire reports by code): providers: http._Failed (wraps a ProviderError);
+tools: NotRegularFile (an OSError), code_child.ToolError (what a Code Mode program catches);
+mcp: LoginFailed, LoginRequired, CommandError (a line and an exit status); local_agent:
+OversizeFrame, UnencodableFrame, OutputFailed, ChannelFull; runner.turn: OutputUnavailable;
+client: ErrorResponse, ChildGone; mission_control.console: Quit; exec: UsageError (exit 2,
+its message for the terminal); acp: MessageTooLarge, UnsupportedContent (answered by the
+ACP SDK's own error codes).
 
 This module imports nothing: startup's errors are on the path to the `initialize` result.
 """

@@ -5,16 +5,26 @@ replaced atomically.
 It must never print, log or return secrets in str/repr; callers read them by explicit fields.
 """
 
+from __future__ import annotations
+
 import contextlib
 import json
 import os
+
+from magi_code.config import ConfigError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from magi_code.config import ConfigCode
 
 FILE_NAME = "credentials.json"
 MCP_PREFIX = "mcp:"  # entries of MCP servers, beside those of providers
 
 
-class CredentialsError(Exception):
+class CredentialsError(ConfigError):
     """The store could not be read or written; the text is a fixed code, never a path."""
+
+    code: ConfigCode = "credentials_failed"
 
 
 class OAuthTokens:

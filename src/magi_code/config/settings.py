@@ -13,12 +13,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from magi_code.config import ConfigError
 from magi_code.limits import SETTINGS_DEPTH
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:
     from typing import Any
 
+    from magi_code.config import ConfigCode
     from magi_code.config.trust import Dropped
 
 DEFAULTS: dict[str, Any] = {
@@ -46,8 +48,10 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-class SettingsError(Exception):
-    pass
+class SettingsError(ConfigError):
+    """Settings that cannot be used (a fixed phrase: the key at fault, never a value)."""
+
+    code: ConfigCode = "configuration_invalid"
 
 
 class Loaded:

@@ -13,6 +13,8 @@ same folder, fsync, rename, fsync of the folder) and leave the file mode 0600; a
 file that is a symlink is written through to its target.
 """
 
+from __future__ import annotations
+
 import contextlib
 import copy
 import os
@@ -22,12 +24,20 @@ import tomllib
 from collections.abc import Callable
 from typing import Any
 
+from magi_code.config import ConfigError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from magi_code.config import ConfigCode
+
 _ANY_HEADER = re.compile(r"^[ \t]*\[")
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
-class SettingsFileError(Exception):
+class SettingsFileError(ConfigError):
     """The global settings could not be read, edited safely or written (a fixed phrase)."""
+
+    code: ConfigCode = "settings_file_failed"
 
 
 def read(settings_file: str) -> dict[str, Any]:

@@ -19,10 +19,13 @@ Block scalars (`|`, `>`), anchors, flow maps and deeper nesting are refused.
 
 from __future__ import annotations
 
+from magi_code.context import ContextError
 from magi_code.limits import FRONT_MATTER_BYTES
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:
+    from magi_code.context import ContextCode
+
     Value = str | list[str] | dict[str, str]
 
 FENCE = "---"
@@ -31,8 +34,10 @@ _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123
 _REFUSED_STARTS = ("|", ">", "&", "*", "{", "!")
 
 
-class FrontMatterError(ValueError):
+class FrontMatterError(ContextError, ValueError):
     """The block is malformed; `problem` is a fixed phrase and a line number, no file text."""
+
+    code: ContextCode = "front_matter_invalid"
 
     def __init__(self, problem: str) -> None:
         super().__init__(problem)

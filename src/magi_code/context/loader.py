@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from magi_code.context import instructions, profiles, skills
+from magi_code.context import ContextError, instructions, profiles, skills
 from magi_code.context.instructions import Source
 from magi_code.limits import INSTRUCTION_FILE_BYTES
 
@@ -26,12 +26,15 @@ if TYPE_CHECKING:
     from typing import Any
 
     from magi_code.config.settings import Loaded
+    from magi_code.context import ContextCode
 
 SKILL_TOOL = "skill"
 
 
-class ContextSettingsError(Exception):
-    pass
+class ContextSettingsError(ContextError):
+    """The context settings (instructions, skills, profiles) have a bad shape."""
+
+    code: ContextCode = "configuration_invalid"
 
 
 class Context:

@@ -25,8 +25,12 @@ from __future__ import annotations
 import codecs
 import os
 
-from magi_code.context import frontmatter
+from magi_code.context import ContextError, frontmatter
 from magi_code.limits import INSTRUCTION_FILE_BYTES, PROFILE_NAME_CHARS, PROFILES_SCANNED
+
+TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
+if TYPE_CHECKING:
+    from magi_code.context import ContextCode
 
 MODES = ("primary", "subagent", "all")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
@@ -58,8 +62,10 @@ GENERAL_BODY = (
 )
 
 
-class ProfileError(Exception):
+class ProfileError(ContextError):
     """The selected primary cannot be used; the message says precisely why (no file text)."""
+
+    code: ContextCode = "profile_invalid"
 
 
 class Profile:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import codecs
 import os
 
-from magi_code.context import frontmatter
+from magi_code.context import ContextError, frontmatter
 from magi_code.limits import (
     SKILL_BODY_BYTES,
     SKILL_DESCRIPTION_CHARS,
@@ -34,6 +34,10 @@ from magi_code.limits import (
     SKILLS_LISTED,
     SKILLS_SCANNED,
 )
+
+TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
+if TYPE_CHECKING:
+    from magi_code.context import ContextCode
 
 SKILL_FILE = "SKILL.md"
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
@@ -59,8 +63,10 @@ class Skill:
         return os.path.join(self.directory, SKILL_FILE)
 
 
-class InvalidSkill(ValueError):
-    pass
+class InvalidSkill(ContextError, ValueError):
+    """A skill that cannot be listed; the message says why (no file text)."""
+
+    code: ContextCode = "skill_invalid"
 
 
 def valid_name(name: str) -> bool:

@@ -35,7 +35,7 @@ class McpCancelled(McpStartupError):
     code: McpStartupCode = "startup_cancelled"
 
 
-class DefinitionError(ValueError):
+class DefinitionError(MagiError, ValueError):
     """The `[mcp]` settings have a bad shape. Carries no settings text."""
 
-    code = "configuration_invalid"
+    code: Literal["configuration_invalid"] = "configuration_invalid"

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
+from magi_code.errors import MagiError
 from magi_code.limits import APPROVAL_EXPIRY_MS, INPUT_HISTORY_PROMPTS
 from magi_code.mission_control.observe import (
     ApprovalMode,
@@ -71,7 +72,7 @@ HINTS = {
 }
 
 
-class LaunchError(Exception):
+class LaunchError(MagiError):
     """A startup failure a person can act on: a code, what is wrong (a fixed phrase such as
     the settings key at fault, never a value) and what to do about it."""
 

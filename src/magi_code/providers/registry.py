@@ -17,6 +17,8 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
+from magi_code.errors import MagiError
+
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:  # readiness runs on the path to `initialize`: the HTTP layer is not loaded
     from collections.abc import Callable
@@ -54,8 +56,10 @@ WIRE_APIS = tuple(WIRES)
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 
-class ConfigurationInvalid(Exception):
+class ConfigurationInvalid(MagiError):
     """Settings that cannot describe a provider (the text is a fixed phrase)."""
+
+    code: Literal["configuration_invalid"] = "configuration_invalid"
 
 
 def wire_api(provider_id: str, conf: Mapping[str, object]) -> str:

@@ -13,12 +13,14 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import anyio
 import anyio.abc
 
 from magi_code.config.credentials import OAuthTokens
+from magi_code.errors import MagiError
 from magi_code.providers.base import ProviderError
 from magi_code.providers.codex import DEFAULT_CLIENT_ID, DEFAULT_TOKEN_URL, account_id_from_id_token
 from magi_code.providers.http import HttpPolicy, control_request
@@ -40,8 +42,10 @@ class Endpoints:
     device_url: str = DEFAULT_DEVICE_URL
 
 
-class SignInFailed(Exception):
+class SignInFailed(MagiError):
     """Sign-in did not produce tokens (the text is a fixed phrase)."""
+
+    code: Literal["sign_in_failed"] = "sign_in_failed"
 
 
 def pkce_pair() -> tuple[str, str]:

@@ -17,6 +17,7 @@ This is not a browser EventSource: `retry` is reported, never acted on; nothing 
 
 from typing import Literal, NamedTuple
 
+from magi_code.errors import MagiError
 from magi_code.providers.limits import SSE_EVENT_BYTES
 
 _BOM = b"\xef\xbb\xbf"
@@ -32,8 +33,11 @@ class SSEEvent(NamedTuple):
     retry: int | None
 
 
-class SSEError(Exception):
-    """The peer sent bytes that are not a valid event stream (a `RemoteProtocolError`)."""
+class SSEError(MagiError):
+    """The peer sent bytes that are not a valid event stream (a `RemoteProtocolError`);
+    `reason` says how."""
+
+    code: Literal["malformed_stream"] = "malformed_stream"
 
     def __init__(self, reason: SSEErrorReason) -> None:
         super().__init__(reason)

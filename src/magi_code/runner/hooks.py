@@ -22,7 +22,9 @@ from __future__ import annotations
 import fnmatch
 import json
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
+from magi_code.errors import MagiError
 from magi_code.limits import (
     HOOK_CONTEXT_BYTES,
     HOOK_MAX_TIMEOUT_MS,
@@ -49,10 +51,10 @@ BLOCK_EXIT = 2
 _KEYS = frozenset({"command", "matcher", "timeout_ms"})
 
 
-class HookConfigError(ValueError):
+class HookConfigError(MagiError, ValueError):
     """The `hooks` settings have a bad shape. Carries no settings text."""
 
-    code = "configuration_invalid"
+    code: Literal["configuration_invalid"] = "configuration_invalid"
 
 
 @record

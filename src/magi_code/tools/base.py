@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
 from magi_code.records import KW_ONLY, record
+from magi_code.tools import ToolsError
 from magi_code.tools.host_io import HostIO
 from magi_code.tools.limits import OUTPUT_BYTES
 from magi_code.tools.summaries import clip_utf8, safe_summary, scrub_surrogates
@@ -24,7 +25,7 @@ AccessKind = Literal["read", "write", "shell"]
 ArgsT = TypeVar("ArgsT")
 
 
-class ToolInputError(ValueError):
+class ToolInputError(ToolsError, ValueError):
     """The model's arguments are not JSON, not the tool's shape, or too large. Carries a code."""
 
     def __init__(self, code: InputErrorCode) -> None:

@@ -11,15 +11,19 @@ O(pattern x path) at worst.
 """
 
 from collections.abc import Callable
+from typing import Literal
 
 from magi_code.records import record
+from magi_code.tools import ToolsError
 
 Token = str | Callable[[str], bool]  # _STAR, or a one-character test
 _STAR = "*"
 
 
-class GlobError(ValueError):
+class GlobError(ToolsError, ValueError):
     """The pattern is empty, holds NUL, or climbs with `..`."""
+
+    code: Literal["glob_invalid"] = "glob_invalid"
 
 
 @record

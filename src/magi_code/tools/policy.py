@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Literal
 
 from magi_code.records import record
+from magi_code.tools import ToolsError
 from magi_code.tools.base import Access
 from magi_code.tools.globs import Glob, GlobError, compile_glob
 from magi_code.tools.paths import Protected, inside
@@ -58,10 +59,10 @@ _CODE_MODE_KEYS = _TOP_KEYS - {"trusted_projects", "code_mode"}
 _RULE_KEYS = frozenset({"tool", "decision", "command", "path"})
 
 
-class PolicyError(ValueError):
+class PolicyError(ToolsError, ValueError):
     """The permissions settings have a bad shape. Carries no settings text."""
 
-    code = "configuration_invalid"
+    code: Literal["configuration_invalid"] = "configuration_invalid"
 
 
 @record
