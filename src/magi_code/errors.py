@@ -47,7 +47,8 @@ never a failure a wire reports by code): providers: http._Failed (wraps a Provid
 tools: NotRegularFile (an OSError), code_child.ToolError (what a Code Mode program catches);
 mcp: LoginFailed, LoginRequired, CommandError (a line and an exit status); local_agent:
 OversizeFrame, UnencodableFrame, OutputFailed, ChannelFull; runner.turn: OutputUnavailable;
-client: ErrorResponse, ChildGone; mission_control.console: Quit; exec: UsageError (exit 2,
+client: ErrorResponse, ChildGone; records: FrozenRecordError (an AttributeError, as
+dataclasses' FrozenInstanceError); mission_control.console: Quit; exec: UsageError (exit 2,
 its message for the terminal); acp: MessageTooLarge, UnsupportedContent (answered by the
 ACP SDK's own error codes).
 
