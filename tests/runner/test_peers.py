@@ -131,14 +131,17 @@ def test_a_session_does_not_wait_for_melchior_and_learns_once_that_it_failed(
     import anyio
 
     from magi_code.runner import peers
-    from magi_code.runner.agents import SessionAgents
+    from magi_code.runner.agents import VOCABULARY_ENV, SessionAgents
+    from magi_code.runner.melchior_tools import describe
     from magi_code.runner.startup import admit
     from magi_code.sessions import SessionStore
     from magi_code.tools.base import ToolContext
 
+    vocabulary = describe(peers.melchior_command(), os.environ)  # the real one, handed down
     silent = [sys.executable, "-c", "import time; time.sleep(0.6)"]  # exits, never listening
     monkeypatch.setattr(peers, "melchior_command", lambda: silent)
     env = dict(os.environ, MC_HOME=str(short / "home"), XDG_RUNTIME_DIR=str(short / "run"))
+    env[VOCABULARY_ENV] = json.dumps(vocabulary)
     admitted = admit(str(short / "ws"), env)
     attachment = SessionStore(Path(admitted.paths.home)).create(admitted.cwd, None)
     started = time.monotonic()
@@ -146,6 +149,7 @@ def test_a_session_does_not_wait_for_melchior_and_learns_once_that_it_failed(
     try:
         assert time.monotonic() - started < 0.4
         assert agents.melchior is None and agents.notices == []
+        anyio.run(agents.prepare)
         tool = agents.tools()["melchior_list"]
         ctx = ToolContext(short / "ws", {})
         outcome = anyio.run(tool.run, tool.parse("{}"), ctx)  # waits out the boot

@@ -47,6 +47,33 @@ if TYPE_CHECKING:
 NOTICE_SUMMARIES = {
     peers.UNAVAILABLE: "melchior could not start: this session works without peers or subagents.",
 }
+VOCABULARY_ENV = "MAGI_CODE_MELCHIOR_VOCABULARY"  # what the parent read, handed to a child
+
+
+class Described:
+    """`melchior tool --describe`, read on a thread while `melchior serve` starts; a child
+    takes what its parent read (the same melchior, the same vocabulary) and runs nothing."""
+
+    def __init__(self, env: Mapping[str, str], handed: str | None) -> None:
+        self.vocabulary: dict[str, Any] | None = None
+        self.thread: threading.Thread | None = None
+        if handed:
+            with contextlib.suppress(ValueError):
+                value = json.loads(handed)
+                self.vocabulary = value if isinstance(value, dict) else None
+        if self.vocabulary is None:
+            self.thread = threading.Thread(target=self.read, args=(dict(env),), daemon=True)
+            self.thread.start()
+
+    def read(self, env: dict[str, str]) -> None:
+        from magi_code.runner.melchior_tools import describe
+
+        self.vocabulary = describe(peers.melchior_command(), env)
+
+    def result(self) -> dict[str, Any] | None:
+        if self.thread is not None:
+            self.thread.join()  # bounded: describe runs under MELCHIOR_TOOL_MS
+        return self.vocabulary
 
 
 def bound(settings: Mapping[str, Any], key: str, ceiling: int) -> int:
@@ -60,8 +87,9 @@ def bound(settings: Mapping[str, Any], key: str, ceiling: int) -> int:
 
 class Boot:
     """A session's `melchior serve`, launched, and a thread waiting (within MELCHIOR_START_MS)
-    for its `listening`. A face makes it before it attaches the session; nothing waits for it
-    but what needs melchior itself (`joined`): a turn starts without it."""
+    for its `listening`, beside its vocabulary being read. A face makes it before it attaches
+    the session; nothing waits for the boot but what needs melchior itself (`joined`): a turn
+    starts without it (it waits only for the vocabulary, `prepare`)."""
 
     def __init__(self, admitted: Admitted) -> None:
         self.env = melchior_env(admitted.env)
@@ -71,6 +99,7 @@ class Boot:
         self.done = threading.Event()
         self.process = peers.launch(self.env, self.talk, admitted.cwd)
         threading.Thread(target=self._wait, name="melchior-boot", daemon=True).start()
+        self.described = Described(self.env, admitted.env.get(VOCABULARY_ENV))
 
     def _wait(self) -> None:
         try:
@@ -145,6 +174,13 @@ class SessionAgents:
         melchior = self.joined()
         return melchior.tool_env(self.admitted.env) if melchior is not None else None
 
+    async def prepare(self) -> None:
+        """Before a turn is set up: the vocabulary read (in a worker thread; bounded), so
+        that `tools` never waits on the event loop."""
+        import anyio
+
+        await anyio.to_thread.run_sync(self.boot.described.result)
+
     @property
     def notices(self) -> list[str]:
         """What could not start, once its boot ended (melchior unavailable); empty before."""
@@ -169,10 +205,11 @@ class SessionAgents:
         from magi_code.runner.melchior_tools import melchior_tools
         from magi_code.runner.subagents import AgentTool
 
-        if self.boot.done.is_set() and self.boot.melchior is None:
+        vocabulary = self.boot.described.vocabulary  # read by `prepare`
+        if vocabulary is None or (self.boot.done.is_set() and self.boot.melchior is None):
             return {}
         tools: dict[str, Tool[Any]] = dict(
-            melchior_tools(self.command, self.tool_env, self.instance)
+            melchior_tools(vocabulary, self.command, self.tool_env, self.instance)
         )
         profiles = self.admitted.context.subagents()
         if self.depth < self.max_depth and self.children.max_concurrent > 0 and profiles:
@@ -217,6 +254,9 @@ class SessionAgents:
         env = {k: v for k, v in admitted.env.items() if k not in peers.IDENTITY_KEYS}
         env.update(identity)
         env[delegation.ENV] = json.dumps({**handed.to_json(), "profile": profile})
+        vocabulary = self.boot.described.vocabulary
+        if vocabulary is not None:
+            env[VOCABULARY_ENV] = json.dumps(vocabulary)
         return env
 
     def spawn(self, env: dict[str, str]) -> LocalAgentClient:

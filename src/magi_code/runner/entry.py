@@ -47,6 +47,8 @@ async def start_turn(
     finished = RunFinished("failed", "not_started", None, "execution_failed")
     try:
         session_id = attachment.session_id
+        if agents is not None:
+            await agents.prepare()  # the melchior vocabulary, read beside the session's open
         setup = turn_setup(admitted, selection, session_id, run_id, approvals, agents, host_io)
         if observe is not None:
             observe(setup)

@@ -1,6 +1,6 @@
-"""The model's melchior tools: one `melchior_<verb>` tool per verb that melchior publishes
-(`melchior.vocabulary.TOOL`, what `melchior tool --describe` prints: the vocabulary as data,
-never a hand copy), each running `melchior tool` once per call as the session's own identity.
+"""The model's melchior tools: one `melchior_<verb>` tool per verb that `melchior tool
+--describe` publishes (the vocabulary as data, never a hand copy), each running `melchior tool`
+once per call as the session's own identity.
 
 Rules:
 - The verbs, their summaries and options come from the description; `end` is not offered (the
@@ -17,6 +17,7 @@ Rules:
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -31,6 +32,23 @@ from magi_code.tools.summaries import safe_summary
 PREFIX = "melchior_"
 NOT_OFFERED = frozenset({"end"})
 WRITES = frozenset({"tell", "ask"})  # outside the instance, these ask by default
+
+
+def describe(command: list[str], env: Mapping[str, str]) -> dict[str, Any] | None:
+    """The published tool vocabulary (`melchior tool --describe`), or None."""
+    try:
+        done = subprocess.run(
+            [*command, "tool", "--describe"],
+            capture_output=True,
+            env=dict(env),
+            timeout=limits.MELCHIOR_TOOL_MS / 1000,
+            check=False,
+        )
+        reply = json.loads(done.stdout)
+        vocabulary = reply["result"][0]
+    except (OSError, subprocess.TimeoutExpired, ValueError, KeyError, IndexError, TypeError):
+        return None
+    return vocabulary if isinstance(vocabulary, dict) else None
 
 
 @record
@@ -133,13 +151,12 @@ def _schema(shape: object) -> dict[str, object] | None:
 
 
 def melchior_tools(
+    vocabulary: Mapping[str, Any],
     command: list[str],
     env: Callable[[], dict[str, str] | None],
     instance: Callable[[], set[str]],
 ) -> dict[str, MelchiorTool]:
-    from melchior.vocabulary import TOOL
-
-    verbs = TOOL.get("verbs")
+    verbs = vocabulary.get("verbs")
     if not isinstance(verbs, Mapping):
         return {}
     tools = {}

@@ -2,9 +2,8 @@
 its pipe read, and the inbox of peers' messages waiting for the next turn boundary.
 
 Rules:
-- melchior is reached through its CLI and pipe only (`melchior serve`, `tool`, `fork`); the
-  one melchior module a session imports is its published vocabulary (melchior_tools.py), plain
-  data and no I/O. What crosses the pipe is plain JSON, one object per line, split
+- melchior is reached through its CLI and pipe only (`melchior serve`, `tool`, `fork`); no
+  melchior module is imported. What crosses the pipe is plain JSON, one object per line, split
   on b"\\n" only.
 - Starting is never fatal: when `melchior serve` cannot start or does not say `listening`
   within MELCHIOR_START_MS, `start` returns None and the notice code UNAVAILABLE; the session
