@@ -32,5 +32,7 @@ DEVICE_POLL_MIN_S = 1.0
 # is closed and the next request opens a new one).
 STREAM_DRAIN_S = 0.5
 STREAM_DRAIN_BYTES = 64 * 1024
-# How long an idle pooled connection is kept for the next request (of this turn or the next).
+# How long an idle pooled connection is kept for the next request (of this turn or the next),
+# and how many idle connections one origin keeps (more close the one idle longest).
 KEEPALIVE_S = 30.0
+IDLE_CONNECTIONS_PER_ORIGIN = 8
