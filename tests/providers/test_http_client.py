@@ -6,6 +6,7 @@ and inactivity bounds at their edges, and TLS trust."""
 import socket
 import ssl
 import threading
+import time
 import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,9 +16,9 @@ import pytest
 
 from magi_code.providers import connections
 from magi_code.providers.base import ProviderError
-from magi_code.providers.clients import TransportError, close_clients, open_response
+from magi_code.providers.clients import InvalidURL, TransportError, close_clients, open_response
 from magi_code.providers.http import HttpPolicy, control_request
-from magi_code.providers.limits import IDLE_CONNECTIONS_PER_ORIGIN
+from magi_code.providers.limits import IDLE_CONNECTIONS_PER_ORIGIN, RESPONSE_HEAD_BYTES
 from magi_code.providers.openai_chat import OpenAIChatProvider
 from providers.local_server import LocalServer, Reply
 from providers.test_http_bounds import OK, PATH, Sleeps
@@ -90,8 +91,6 @@ async def test_environment_proxies_are_ignored(
 
 @pytest.mark.parametrize("url", ["ftp://h/x", "http:///x", "http://h:99999/x", "http://a:b:c/"])
 async def test_a_url_without_an_http_origin_is_invalid(url: str) -> None:
-    from magi_code.providers.clients import InvalidURL
-
     with pytest.raises(InvalidURL) as err:
         await fetch(url)
     assert str(err.value) == "invalid URL"
@@ -135,13 +134,13 @@ async def test_a_response_abandoned_mid_body_closes_its_connection(server: Local
 async def test_an_idle_connection_past_its_keepalive_is_closed_not_reused(
     server: LocalServer,
 ) -> None:
-    policy = HttpPolicy(attempts=1, keepalive_s=0.4)
+    policy = HttpPolicy(attempts=1, keepalive_s=0.6)
     server.script("/x", *[kept(b"ok") for _ in range(4)])
     await fetch(server.url + "/x", policy)
-    await anyio.sleep(0.2)  # idle for half its keep-alive: reused
+    await anyio.sleep(0.1)  # idle for a sixth of its keep-alive: reused
     await fetch(server.url + "/x", policy)
     assert server.connections == 1
-    await anyio.sleep(0.6)  # idle past its keep-alive: closed, and a new one opened
+    await anyio.sleep(0.9)  # idle past its keep-alive: closed, and a new one opened
     await fetch(server.url + "/x", policy)
     assert server.connections == 2
     await soon(lambda: server.disconnects == 1)
@@ -205,11 +204,12 @@ async def test_a_new_connection_closed_unanswered_is_not_retried(server: LocalSe
     assert len(server.requests) == 1
 
 
-class HalfAnswering:
-    """One connection: the first request gets a whole kept-alive answer, the second the start
-    of a status line before the connection closes."""
+class RawPeer:
+    """One connection, answered byte for byte: each request gets its list of pieces, sent with
+    a pause between them; the connection closes after the last answer."""
 
-    def __init__(self) -> None:
+    def __init__(self, *answers: list[bytes]) -> None:
+        self.answers = answers
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/x"
         self.requests = 0
@@ -219,21 +219,42 @@ class HalfAnswering:
     def _serve(self) -> None:
         conn, _ = self.listener.accept()
         with conn:
-            for answer in (b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok", b"HTTP/1.1 2"):
+            for pieces in self.answers:
                 while b"\r\n\r\n" not in conn.recv(65536):
                     pass
                 self.requests += 1
-                conn.sendall(answer)
+                for n, piece in enumerate(pieces):
+                    if n:
+                        time.sleep(0.1)
+                    conn.sendall(piece)
+
+    def __enter__(self) -> "RawPeer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.thread.join(5)
+        self.listener.close()
 
 
 async def test_a_reused_connection_that_answered_in_part_is_not_retried() -> None:
-    peer = HalfAnswering()
-    with peer.listener:
+    with RawPeer([b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"], [b"HTTP/1.1 2"]) as peer:
         assert await fetch(peer.url) == (200, b"ok")
         with pytest.raises(TransportError):
             await fetch(peer.url)
-        peer.thread.join(5)
     assert peer.requests == 2
+
+
+@pytest.mark.parametrize("early", [RESPONSE_HEAD_BYTES, RESPONSE_HEAD_BYTES + 1])
+async def test_an_incomplete_response_head_is_bounded(early: int) -> None:
+    """`early` bytes of a longer head come, then (after a pause) the rest of it."""
+    filler = b"x-filler: " + b"f" * RESPONSE_HEAD_BYTES + b"\r\n"
+    head = b"HTTP/1.1 200 OK\r\n" + filler + b"content-length: 2\r\n\r\n"
+    with RawPeer([head[:early], head[early:] + b"ok"]) as peer:
+        if early > RESPONSE_HEAD_BYTES:
+            with pytest.raises(TransportError):
+                await fetch(peer.url)
+        else:
+            assert await fetch(peer.url) == (200, b"ok")
 
 
 # ---- the connect and inactivity bounds --------------------------------------------------------

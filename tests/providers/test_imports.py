@@ -3,6 +3,7 @@ providers, and never httpx2 (the MCP SDK's HTTP stack, not the providers'); the
 serve path to the `initialize` result with a real provider configured loads no more than the
 fixture path and the provider's own small modules; `melchior tool` stays as lean."""
 
+import ast
 import json
 import os
 import select
@@ -14,6 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+import magi_code.providers
 from magi_code.limits import ERROR_BODY_BYTES, ERROR_BODY_DEADLINE_S, STREAM_INACTIVITY_S
 from magi_code.providers.http import HttpPolicy
 from magi_code.providers.registry import ConfigurationInvalid, base_url
@@ -49,6 +51,21 @@ def test_no_http_stack_at_import() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_no_provider_module_imports_httpx2_or_httpcore2() -> None:
+    here = Path(magi_code.providers.__file__).parent
+    offenders = []
+    for path in sorted(here.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_bytes())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            if any(name.split(".")[0] in ("httpx2", "httpcore2") for name in names):
+                offenders.append(path.name)
+    assert offenders == []
 
 
 def test_default_policy_uses_the_spec_bounds() -> None:

@@ -39,7 +39,7 @@ USER_AGENT = f"magi-code/{__version__}"
 DEFAULT_PORTS = {"http": 80, "https": 443}
 # What a failing connection raises. OSError holds refusals, resets, name resolution, TLS
 # (ssl.SSLError) and timeouts (TimeoutError).
-IO_ERRORS = (
+_IO_ERRORS = (
     OSError,
     anyio.EndOfStream,
     anyio.BrokenResourceError,
@@ -76,7 +76,7 @@ class Response:
         if not self._ended:
             try:
                 event = await _next_event(self._connection, self._inactivity_s)
-            except IO_ERRORS as exc:
+            except _IO_ERRORS as exc:
                 raise _failed("receiving the body", exc) from None
             if isinstance(event, h11.Data):
                 return bytes(event.data)
@@ -108,7 +108,7 @@ async def open_response(
     try:
         origin, request, body = _request(method, url, headers, json, form)
         response = await _exchange(origin, request, body, policy)
-    except IO_ERRORS as exc:
+    except _IO_ERRORS as exc:
         raise _failed("the request", exc) from None
     try:
         yield response
@@ -178,7 +178,7 @@ async def _exchange(
     connection = await connections.take(origin, policy)
     try:
         return await _round_trip(connection, request, body, policy)
-    except IO_ERRORS as exc:
+    except _IO_ERRORS as exc:
         if not _went_stale(connection, exc):
             raise
     return await _round_trip(await connections.connect(origin, policy), request, body, policy)

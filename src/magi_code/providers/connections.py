@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import anyio
 import h11
 
-from magi_code.providers.limits import IDLE_CONNECTIONS_PER_ORIGIN
+from magi_code.providers.limits import IDLE_CONNECTIONS_PER_ORIGIN, RESPONSE_HEAD_BYTES
 
 if TYPE_CHECKING:
     import ssl
@@ -58,7 +58,7 @@ class Connection:
 
     def __init__(self, origin: Origin, stream: ByteStream) -> None:
         self.origin, self.stream = origin, stream
-        self.protocol = h11.Connection(h11.CLIENT)
+        self.protocol = h11.Connection(h11.CLIENT, max_incomplete_event_size=RESPONSE_HEAD_BYTES)
         self.reused = False  # it carried an earlier exchange
         self.received = 0  # bytes of the current exchange's response so far
         self.idle_since = 0.0

@@ -13,6 +13,9 @@ RETRY_MAX_DELAY_S = 30.0  # also caps a server's Retry-After
 # Connecting and sending a request (not the response stream, which has the inactivity bound).
 CONNECT_TIMEOUT_S = 30.0
 
+# A response's status line and headers while they are incomplete (httpcore2's allowance).
+RESPONSE_HEAD_BYTES = 100 * 1024
+
 # Discovery listings are control responses: bounded like error bodies.
 CATALOG_BODY_BYTES = 4 * 1024 * 1024
 
