@@ -141,7 +141,7 @@ def _request(
         parts = urlsplit(url)
         scheme, host, port = parts.scheme, parts.hostname, parts.port
         if scheme not in DEFAULT_PORTS or not host:
-            raise ValueError(scheme)
+            raise ValueError("no http or https origin")
         host = host if host.isascii() else host.encode("idna").decode("ascii")
     except ValueError:  # UnicodeError included
         raise InvalidURL("invalid URL") from None
