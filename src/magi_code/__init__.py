@@ -3,3 +3,5 @@
 Nothing is imported here: `magi-code serve --stdio` must start fast, so each face
 imports only what its own path needs.
 """
+
+__version__ = "0.1.0"  # pyproject.toml's [project] version, read here without metadata lookups

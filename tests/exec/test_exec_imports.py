@@ -8,7 +8,8 @@ from pathlib import Path
 
 from magi_code.client import environment
 
-HEAVY = ("textual", "mcp", "httpx2", "httpcore2", "pydantic", "acp", "magi_code.acp")
+HTTP = ("magi_code.providers.clients", "h11", "httpx2", "httpcore2")
+HEAVY = ("textual", "mcp", *HTTP, "pydantic", "acp", "magi_code.acp")
 LOADED = (
     "import json, sys\n"
     "from magi_code.exec import main\n"

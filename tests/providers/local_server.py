@@ -1,16 +1,19 @@
 """A real HTTP server on 127.0.0.1 that replays scripted replies, one per request.
 
 Each `Reply` can stream its body in chunks (close-delimited, or framed as HTTP/1.1 chunked
-transfer coding), stall, drop the connection before the body is complete, or hang until the
-client goes away; the server records every request and whether the client closed a hanging
-connection, and counts the TCP connections it accepted (a reply may keep its connection
-alive for the next request). Small writes go out at once (no Nagle), so a drip reaches the
-client as a drip.
+transfer coding), stall, drop the connection before the body is complete, hang until the
+client goes away, or close the connection without answering; the server records every
+request and whether the client closed a hanging connection, and counts the TCP connections
+it accepted (a reply may keep its connection alive for the next request, or announce that and
+close it once idle). Small writes go out at once (no Nagle), so a drip reaches the client as
+a drip. Given a TLS context, it serves https (a failed handshake still counts a connection).
 """
 
 import json
 import select
 import socket
+import ssl
+import sys
 import threading
 import time
 from collections import deque
@@ -29,6 +32,8 @@ class Reply:
     chunked: bool = False  # frame each chunk with transfer-encoding: chunked
     drop: bool = False  # close the connection after the chunks, before the body's end
     keep_alive: bool = False  # leave the connection open for the next request (framed bodies)
+    close_when_idle: bool = False  # with keep_alive: announce it, then close once answered
+    unanswered: bool = False  # close the connection without sending a response
 
     @staticmethod
     def json(value: object, status: int = 200) -> "Reply":
@@ -49,7 +54,7 @@ class Seen:
 
 
 class LocalServer:
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.replies: dict[str, deque[Reply]] = {}
         self.requests: list[Seen] = []
         self.connections = 0  # TCP connections accepted
@@ -93,7 +98,10 @@ class LocalServer:
                 )
                 queue = server.replies.get(path)
                 reply = queue.popleft() if queue else Reply(404, [b"no script"])
-                self.close_connection = not reply.keep_alive
+                self.close_connection = not reply.keep_alive or reply.close_when_idle
+                if reply.unanswered:
+                    self.close_connection = True
+                    return
                 self.send_response(reply.status)
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
@@ -128,14 +136,26 @@ class LocalServer:
                         server.client_closed.set()
                         return
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def get_request(self) -> tuple[socket.socket, object]:
+                sock, address = super().get_request()
+                if tls is not None:
+                    sock = tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+                return sock, address
+
+            def handle_error(self, request: object, client_address: object) -> None:
+                if not isinstance(sys.exc_info()[1], ssl.SSLError):  # a refused handshake
+                    super().handle_error(request, client_address)
+
+        self.scheme = "http" if tls is None else "https"
+        self.httpd = Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
         host, port = self.httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"{self.scheme}://{host!s}:{port}"
 
     def script(self, path: str, *replies: Reply) -> None:
         self.replies.setdefault(path, deque()).extend(replies)

@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from magi_code.client import Event, LocalAgentClient, environment
-from magi_code.providers import clients
+from magi_code.providers import connections
 from magi_code.providers.clients import close_clients
 from magi_code.providers.http import HttpPolicy
 from magi_code.providers.limits import STREAM_DRAIN_S
@@ -100,7 +100,7 @@ async def test_each_wire_reads_its_stream_to_the_end_and_reuses_the_connection(
         assert events and json.dumps(str(events[-1])).count("Completed") == 1
     assert len(server.requests) >= 3
     assert server.connections == 1, "the stream was read to its end and its connection reused"
-    assert clients._system_tls is None, "no TLS context is built for an http origin"
+    assert connections._system_tls is None, "no TLS context is built for an http origin"
     assert server.disconnects == 0
     await close_clients()  # shutdown closes the pooled connection
     with anyio.fail_after(5):

@@ -1,7 +1,9 @@
-"""The HTTP stack is imported only when a client is built, never by importing providers; the
+"""The HTTP stack is imported only when the first request is made, never by importing
+providers, and never httpx2 (the MCP SDK's HTTP stack, not the providers'); the
 serve path to the `initialize` result with a real provider configured loads no more than the
 fixture path and the provider's own small modules; `melchior tool` stays as lean."""
 
+import ast
 import json
 import os
 import select
@@ -13,6 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+import magi_code.providers
 from magi_code.limits import ERROR_BODY_BYTES, ERROR_BODY_DEADLINE_S, STREAM_INACTIVITY_S
 from magi_code.providers.http import HttpPolicy
 from magi_code.providers.registry import ConfigurationInvalid, base_url
@@ -29,15 +32,40 @@ MODULES = [
 ]
 
 
+# The providers' HTTP client and what it stands on; httpx2 and httpcore2 never on that path.
+HTTP_STACK = (
+    "magi_code.providers.clients",
+    "magi_code.providers.connections",
+    "h11",
+    "httpx2",
+    "httpcore2",
+)
+
+
 def test_no_http_stack_at_import() -> None:
     code = (
         f"import sys\nfor m in {MODULES!r}: __import__(m)\n"
-        "heavy = ('httpx2', 'httpcore2', 'openai')\n"
-        "bad = sorted(m for m in sys.modules if m.split('.')[0] in heavy)\n"
+        f"heavy = {(*HTTP_STACK, 'openai')!r}\n"
+        "bad = sorted(m for m in sys.modules if m in heavy or m.split('.')[0] in heavy)\n"
         "print(bad)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_no_provider_module_imports_httpx2_or_httpcore2() -> None:
+    here = Path(magi_code.providers.__file__).parent
+    offenders = []
+    for path in sorted(here.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_bytes())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            if any(name.split(".")[0] in ("httpx2", "httpcore2") for name in names):
+                offenders.append(path.name)
+    assert offenders == []
 
 
 def test_default_policy_uses_the_spec_bounds() -> None:
@@ -49,8 +77,7 @@ def test_default_policy_uses_the_spec_bounds() -> None:
 
 # Loaded on the first request, never before the initialize result (issue 12).
 OFF_THE_START = {
-    "httpx2",
-    "httpcore2",
+    *HTTP_STACK,
     "anyio",
     "ssl",
     "email.utils",
@@ -140,7 +167,10 @@ def test_the_runtime_warms_after_initialize_without_a_request(tmp_path: Path) ->
     answer, log = serve_import_log(tmp_path, "openai-responses", b"magi-code: warmed")
     assert answer["result"]["status"]["readiness"] == "ready", answer
     assert WARMING in log
-    assert {"magi_code.sessions", "magi_code.runner.turn", "anyio", "httpx2"} <= imported(log)
+    loaded = imported(log)
+    client = {"magi_code.providers.clients", "magi_code.providers.connections", "h11"}
+    assert {"magi_code.sessions", "magi_code.runner.turn", "anyio", *client} <= loaded
+    assert not {"httpx2", "httpcore2"} & loaded, "the MCP SDK's HTTP stack is not the providers'"
 
 
 @pytest.mark.parametrize("wire", ["openai-responses", "anthropic", "openai-chat"])

@@ -1,62 +1,124 @@
-"""One HTTP client per provider origin per process: built on the first request to that origin,
-reused by every later request of every turn (keep-alive), closed at shutdown.
+"""The HTTP/1.1 client of the provider layer: one request and its response over a pooled
+connection (`connections`), framed by h11.
 
-A client belongs to the event loop that built it (its connections are that loop's sockets):
-a request from another loop gets a client of its own. The system's TLS context is built once,
-on the first https origin, and shared; an http origin's client gets a context that trusts
-nothing, because it never opens TLS (redirects are not followed, environment proxies are
-ignored). httpx2 and ssl are imported here, on the first request, never before.
+A request carries Host, User-Agent `magi-code/<version>`, `Accept-Encoding: identity` and,
+with a body (compact UTF-8 JSON, or a urlencoded form), its Content-Type and Content-Length;
+the caller's headers are merged in. Redirects are never followed (a 3xx is a status like any
+other), environment proxies are ignored, and a URL's user info is never sent. Connecting, the
+TLS handshake and sending the request are bounded by the policy's `connect_s`; each wait for
+response bytes by its `inactivity_s`. A reused connection that fails before any byte of its
+response came (the server closed it while it was idle) is retried once on a new connection.
+
+A response read to its end gives its connection back to the pool; closed sooner (abandoned,
+failed, cancelled), it closes its connection. Failures are `TransportError` (connecting, TLS,
+I/O, timeouts, HTTP framing) and `InvalidURL`, whose messages name the failed step and the
+cause's class, never a URL, a header value or a body. `close_clients` and `closing` close the
+pool's idle connections at shutdown.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable, Mapping
+from contextlib import asynccontextmanager
+from json import dumps as json_dumps
 from typing import TYPE_CHECKING, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
-from magi_code.providers.limits import KEEPALIVE_S
+import anyio
+import h11
+
+from magi_code import __version__
+from magi_code.providers import connections
+from magi_code.providers.connections import Connection, Origin
 
 if TYPE_CHECKING:
-    import ssl
-
-    import httpx2
-
     from magi_code.providers.http import HttpPolicy
 
 T = TypeVar("T")
-# origin and timeouts -> (the loop it belongs to, the client)
-_Key = tuple[str, str, int | None, float, float]
-_clients: dict[_Key, tuple[asyncio.AbstractEventLoop, httpx2.AsyncClient]] = {}
-_system_tls: ssl.SSLContext | None = None
+USER_AGENT = f"magi-code/{__version__}"
+DEFAULT_PORTS = {"http": 80, "https": 443}
+# What a failing connection raises. OSError holds refusals, resets, name resolution, TLS
+# (ssl.SSLError) and timeouts (TimeoutError).
+_IO_ERRORS = (
+    OSError,
+    anyio.EndOfStream,
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+    h11.ProtocolError,
+)
+# Characters a request target keeps as they are; any other is percent-encoded.
+_TARGET_SAFE = "/?:@!$&'()*+,;=%~"
 
 
-def client_for(url: str, policy: HttpPolicy) -> httpx2.AsyncClient:
-    """The client for `url`'s origin in the running loop; raises `httpx2.InvalidURL`."""
-    import httpx2
+class TransportError(Exception):
+    """No usable response: connecting, TLS, sending or receiving failed, timed out, or the
+    peer broke HTTP framing."""
 
+
+class InvalidURL(Exception):
+    """A URL that names no http or https origin (no host, a bad port, another scheme)."""
+
+
+class Response:
+    """A response's status and headers (names lower-cased); iterating it gives the body's
+    bytes as they arrive, each wait bounded by the inactivity bound."""
+
+    def __init__(self, connection: Connection, head: h11.Response, inactivity_s: float) -> None:
+        self.status = head.status_code
+        self.headers = {n.decode("latin-1"): v.decode("latin-1") for n, v in head.headers}
+        self._connection, self._inactivity_s = connection, inactivity_s
+        self._ended = False
+
+    def __aiter__(self) -> Response:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if not self._ended:
+            try:
+                event = await _next_event(self._connection, self._inactivity_s)
+            except _IO_ERRORS as exc:
+                raise _failed("receiving the body", exc) from None
+            if isinstance(event, h11.Data):
+                return bytes(event.data)
+            self._ended = True  # EndOfMessage: nothing else follows a response's head
+        raise StopAsyncIteration
+
+    async def aclose(self) -> None:
+        """Give the connection back if the exchange is over; else close it."""
+        protocol = self._connection.protocol
+        if protocol.our_state is h11.DONE and protocol.their_state is h11.DONE:
+            protocol.start_next_cycle()
+            await connections.give_back(self._connection)
+        else:
+            await self._connection.aclose()
+
+
+@asynccontextmanager
+async def open_response(
+    method: str,
+    url: str,
+    policy: HttpPolicy,
+    headers: Mapping[str, str],
+    *,
+    json: Mapping[str, object] | None = None,
+    form: Mapping[str, str] | None = None,
+) -> AsyncIterator[Response]:
+    """Send one request and hold its response (status and headers read) until the block
+    ends. Raises `InvalidURL` or `TransportError`."""
     try:
-        parts = urlsplit(url)
-        key: _Key = (
-            parts.scheme,
-            parts.hostname or "",
-            parts.port,
-            policy.connect_s,
-            policy.inactivity_s,
-        )
-    except ValueError:
-        raise httpx2.InvalidURL("invalid URL") from None
-    loop = asyncio.get_running_loop()
-    held = _clients.get(key)
-    if held is not None and held[0] is loop and not held[1].is_closed:
-        return held[1]
-    client = _new_client(policy, https=parts.scheme == "https")
-    _clients[key] = (loop, client)
-    return client
+        origin, request, body = _request(method, url, headers, json, form)
+        response = await _exchange(origin, request, body, policy)
+    except _IO_ERRORS as exc:
+        raise _failed("the request", exc) from None
+    try:
+        yield response
+    finally:
+        await response.aclose()
 
 
 async def closing(work: Awaitable[T]) -> T:
-    """Await `work`, then close this loop's clients: for a command that runs one loop."""
+    """Await `work`, then close this loop's idle connections: for a command that runs one
+    loop."""
     try:
         return await work
     finally:
@@ -64,45 +126,107 @@ async def closing(work: Awaitable[T]) -> T:
 
 
 async def close_clients() -> None:
-    """Close the clients of the running loop (shutdown); a later request builds a new one."""
-    loop = asyncio.get_running_loop()
-    for key, (owner, client) in list(_clients.items()):
-        if owner is loop or owner.is_closed():
-            del _clients[key]
-        if owner is loop:
-            await client.aclose()
+    """Close the running loop's idle connections (shutdown); a later request opens anew."""
+    await connections.close_idle()
 
 
-def _new_client(policy: HttpPolicy, *, https: bool) -> httpx2.AsyncClient:
-    import httpx2
-
-    from magi_code.providers.http import quiet_transport_logs
-
-    quiet_transport_logs()
-    timeout = httpx2.Timeout(
-        connect=policy.connect_s,
-        read=policy.inactivity_s,  # between received chunks: the inactivity bound
-        write=policy.inactivity_s,
-        pool=policy.connect_s,
+def _request(
+    method: str,
+    url: str,
+    caller_headers: Mapping[str, str],
+    json: Mapping[str, object] | None,
+    form: Mapping[str, str] | None,
+) -> tuple[Origin, h11.Request, bytes]:
+    try:
+        parts = urlsplit(url)
+        scheme, host, port = parts.scheme, parts.hostname, parts.port
+        if scheme not in DEFAULT_PORTS or not host:
+            raise ValueError("no http or https origin")
+        host = host if host.isascii() else host.encode("idna").decode("ascii")
+    except ValueError:  # UnicodeError included
+        raise InvalidURL("invalid URL") from None
+    default_port = DEFAULT_PORTS[scheme]
+    port = default_port if port is None else port
+    authority = f"[{host}]" if ":" in host else host
+    fields = {
+        "host": authority if port == default_port else f"{authority}:{port}",
+        "user-agent": USER_AGENT,
+    }
+    body = b""
+    if json is not None:
+        body = json_dumps(json, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+        fields["content-type"] = "application/json"
+    elif form is not None:
+        body = urlencode(form).encode()
+        fields["content-type"] = "application/x-www-form-urlencoded"
+    fields.update((name.lower(), value) for name, value in caller_headers.items())
+    fields["accept-encoding"] = "identity"  # a body is never decoded
+    if json is not None or form is not None:
+        fields["content-length"] = str(len(body))
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    request = h11.Request(
+        method=method,
+        target=quote(target, safe=_TARGET_SAFE),
+        headers=[(name.encode(), value.encode()) for name, value in fields.items()],
     )
-    limits = httpx2.Limits(keepalive_expiry=KEEPALIVE_S)
-    return httpx2.AsyncClient(
-        timeout=timeout,
-        limits=limits,
-        verify=_tls_context(https),
-        trust_env=False,
-        follow_redirects=False,
-    )
+    return Origin(scheme, host, port), request, body
 
 
-def _tls_context(https: bool) -> ssl.SSLContext:
-    global _system_tls
-    import ssl
+async def _exchange(
+    origin: Origin, request: h11.Request, body: bytes, policy: HttpPolicy
+) -> Response:
+    connection = await connections.take(origin, policy)
+    try:
+        return await _round_trip(connection, request, body, policy)
+    except _IO_ERRORS as exc:
+        if not _went_stale(connection, exc):
+            raise
+    return await _round_trip(await connections.connect(origin, policy), request, body, policy)
 
-    if not https:
-        return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies, and trusts no certificate
-    if _system_tls is None:
-        import httpx2
 
-        _system_tls = httpx2.create_ssl_context(verify=True, trust_env=False)
-    return _system_tls
+def _went_stale(connection: Connection, exc: BaseException) -> bool:
+    """A reused connection that failed before any byte of its response came was, most
+    likely, closed by the server while idle: the request is worth one new connection."""
+    return connection.reused and connection.received == 0 and not isinstance(exc, TimeoutError)
+
+
+async def _round_trip(
+    connection: Connection, request: h11.Request, body: bytes, policy: HttpPolicy
+) -> Response:
+    """Send the request and read the response's head; any failure closes the connection."""
+    protocol = connection.protocol
+    connection.received = 0
+    try:
+        data = protocol.send(request) or b""
+        if body:
+            data += protocol.send(h11.Data(data=body)) or b""
+        data += protocol.send(h11.EndOfMessage()) or b""
+        with anyio.fail_after(policy.connect_s):
+            await connection.stream.send(data)
+        while True:
+            event = await _next_event(connection, policy.inactivity_s)
+            if isinstance(event, h11.Response):
+                return Response(connection, event, policy.inactivity_s)
+            if not isinstance(event, h11.InformationalResponse):  # 1xx: the real one follows
+                raise h11.RemoteProtocolError("no response")
+    except BaseException:
+        await connection.aclose()
+        raise
+
+
+async def _next_event(connection: Connection, inactivity_s: float) -> object:
+    """The next h11 event of the response, reading as needed, each wait bounded."""
+    protocol = connection.protocol
+    while (event := protocol.next_event()) is h11.NEED_DATA:
+        with anyio.fail_after(inactivity_s):
+            try:
+                data = await connection.stream.receive()
+            except anyio.EndOfStream:
+                data = b""
+        connection.received += len(data)
+        protocol.receive_data(data)
+    return event
+
+
+def _failed(step: str, cause: BaseException) -> TransportError:
+    return TransportError(f"{step} failed: {type(cause).__name__}")

@@ -16,14 +16,12 @@ It owns the mapping from HTTP outcomes to `ProviderError` codes:
 
 A retry happens only before the first event was handed on: after that a retry would repeat
 output, so the error goes up with `retryable` set. It must never log or raise a response body,
-a credential, or a URL's query or user info. Clients come from `clients` (one per origin,
-reused); httpx2 is imported only when the first request is made.
+a credential, or a URL's query or user info. Requests go through `clients` (pooled
+connections per origin), imported only when the first request is made.
 """
 
 from __future__ import annotations
 
-import email.utils
-import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -36,6 +34,7 @@ from magi_code.limits import ERROR_BODY_BYTES, ERROR_BODY_DEADLINE_S, STREAM_INA
 from magi_code.providers.base import ProviderError, ProviderErrorCode
 from magi_code.providers.limits import (
     CONNECT_TIMEOUT_S,
+    KEEPALIVE_S,
     RETRY_ATTEMPTS,
     RETRY_BASE_DELAY_S,
     RETRY_MAX_DELAY_S,
@@ -45,9 +44,7 @@ from magi_code.providers.limits import (
 from magi_code.providers.sse import SSEDecoder, SSEError, SSEEvent
 
 if TYPE_CHECKING:
-    import httpx2
-
-log = logging.getLogger("magi_code.providers")
+    from magi_code.providers.clients import Response
 
 _OVERFLOW_MARKERS = (
     "context_length_exceeded",
@@ -75,6 +72,7 @@ class HttpPolicy:
     base_delay_s: float = RETRY_BASE_DELAY_S
     max_delay_s: float = RETRY_MAX_DELAY_S
     connect_s: float = CONNECT_TIMEOUT_S
+    keepalive_s: float = KEEPALIVE_S
     sleep: Callable[[float], Awaitable[None]] = field(default=anyio.sleep)
     is_overflow: Callable[[str], bool] = field(default=default_is_overflow)
 
@@ -103,47 +101,24 @@ def safe_url(url: str) -> str:
     return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path}"
 
 
-class _QuietTransportLogs(logging.Filter):
-    """httpx2 logs every request's full URL at INFO (query and user info included) and
-    httpcore2 traces headers at DEBUG: keep only their warnings and errors."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.WARNING
-
-
-_QUIET = _QuietTransportLogs()
-# Filters apply where a record is made, not where it propagates: name each logger.
-_TRANSPORT_LOGGERS = (
-    "httpx2",
-    *(f"httpcore2.{n}" for n in ("connection", "http11", "http2", "proxy", "socks")),
-)
-
-
-def quiet_transport_logs() -> None:
-    for name in _TRANSPORT_LOGGERS:
-        logger = logging.getLogger(name)
-        if _QUIET not in logger.filters:
-            logger.addFilter(_QUIET)
-
-
-async def read_bounded(response: httpx2.Response, limit: int) -> BoundedBody:
-    """Read at most `limit` bytes of the decoded body; the caller puts it under a deadline."""
-    import httpx2
+async def read_bounded(response: Response, limit: int) -> BoundedBody:
+    """Read at most `limit` bytes of the body; the caller puts it under a deadline."""
+    from magi_code.providers.clients import TransportError
 
     buf = bytearray()
     complete = True
     try:
-        async for chunk in response.aiter_bytes():
+        async for chunk in response:
             buf += chunk
             if len(buf) > limit:
                 complete = False
                 break
-    except (httpx2.HTTPError, httpx2.StreamError):
+    except TransportError:
         complete = False
     return BoundedBody(bytes(buf[:limit]).decode("utf-8", "replace"), complete)
 
 
-async def _read_error_body(response: httpx2.Response, policy: HttpPolicy) -> BoundedBody:
+async def _read_error_body(response: Response, policy: HttpPolicy) -> BoundedBody:
     with anyio.move_on_after(policy.body_deadline_s):
         return await read_bounded(response, policy.body_bytes)
     return BoundedBody("", False)
@@ -173,6 +148,8 @@ def retry_after_s(headers: Mapping[str, str], now: float | None = None) -> float
         return max(0.0, float(value))
     except ValueError:
         pass
+    import email.utils
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -203,28 +180,23 @@ async def stream_sse(
 
     Once `until()` holds after an event was taken, the rest of the body is read and dropped
     (bounded), so that the connection goes back to the pool, and the stream ends."""
-    import httpx2
-
-    from magi_code.providers.clients import client_for
+    from magi_code.providers.clients import InvalidURL, TransportError, open_response
 
     attempt = 0
     while True:
         attempt += 1
         delivered = False
         try:
-            client = client_for(url, policy)
-            req = client.stream("POST", url, headers=dict(headers), json=dict(body))
-            async with req as response:
-                if not 200 <= response.status_code < 300:
+            async with open_response("POST", url, policy, headers, json=body) as response:
+                if not 200 <= response.status < 300:
                     raise await _failed_status(response, policy)
                 decoder = SSEDecoder()
-                chunks = response.aiter_bytes()
-                async for chunk in chunks:
+                async for chunk in response:
                     for event in decoder.feed(chunk):
                         delivered = True
                         yield event
                         if until():
-                            await _drain(chunks)
+                            await _drain(response)
                             return
                 for event in decoder.end():
                     delivered = True
@@ -238,9 +210,9 @@ async def stream_sse(
             error, retry_after = failed.error, failed.retry_after
         except SSEError:
             error, retry_after = ProviderError("malformed_stream", retryable=True), None
-        except httpx2.RequestError:
+        except TransportError:
             error, retry_after = ProviderError("transport_failed", retryable=True), None
-        except httpx2.InvalidURL:
+        except InvalidURL:
             error, retry_after = ProviderError("refused", detail="invalid URL"), None
         _diagnose(url, error, attempt)
         if delivered or not error.retryable or attempt >= policy.attempts:
@@ -251,7 +223,7 @@ async def stream_sse(
 async def _drain(chunks: AsyncIterator[bytes]) -> None:
     """Read what follows the terminal event to the body's end, within bounds: a response read
     to its end leaves its connection to the pool; one left unread would close it."""
-    import httpx2
+    from magi_code.providers.clients import TransportError
 
     left = STREAM_DRAIN_BYTES
     with anyio.move_on_after(STREAM_DRAIN_S):
@@ -260,13 +232,13 @@ async def _drain(chunks: AsyncIterator[bytes]) -> None:
                 left -= len(chunk)
                 if left < 0:
                     return
-        except (httpx2.HTTPError, httpx2.StreamError):
+        except TransportError:
             return  # the answer is complete: a broken tail only costs the connection
 
 
-async def _failed_status(response: httpx2.Response, policy: HttpPolicy) -> _Failed:
+async def _failed_status(response: Response, policy: HttpPolicy) -> _Failed:
     body = await _read_error_body(response, policy)
-    error = status_error(response.status_code, body, policy)
+    error = status_error(response.status, body, policy)
     return _Failed(error, retry_after_s(response.headers))
 
 
@@ -282,26 +254,19 @@ async def control_request(
 ) -> ControlResponse:
     """One request whose headers and body together are bounded by the absolute body deadline
     (OAuth and discovery). Raises `ProviderError("transport_failed")` if no status arrived."""
-    import httpx2
+    from magi_code.providers.clients import InvalidURL, TransportError, open_response
 
     limit = policy.body_bytes if body_bytes is None else body_bytes
     status: int | None = None
     body = BoundedBody("", False)
-    from magi_code.providers.clients import client_for
-
     try:
         with anyio.move_on_after(policy.body_deadline_s):
-            client = client_for(url, policy)
-            async with client.stream(
-                method,
-                url,
-                headers=dict(headers or {}),
-                data=dict(form) if form is not None else None,
-                json=dict(json) if json is not None else None,
+            async with open_response(
+                method, url, policy, headers or {}, form=form, json=json
             ) as response:
-                status = response.status_code
+                status = response.status
                 body = await read_bounded(response, limit)
-    except (httpx2.RequestError, httpx2.InvalidURL):
+    except (TransportError, InvalidURL):
         pass
     if status is None:
         error = ProviderError("transport_failed", retryable=True)
@@ -311,4 +276,7 @@ async def control_request(
 
 
 def _diagnose(url: str, error: ProviderError, attempt: int) -> None:
+    import logging
+
+    log = logging.getLogger("magi_code.providers")
     log.warning("provider request to %s failed: %s (attempt %d)", safe_url(url), error, attempt)

@@ -13,6 +13,9 @@ RETRY_MAX_DELAY_S = 30.0  # also caps a server's Retry-After
 # Connecting and sending a request (not the response stream, which has the inactivity bound).
 CONNECT_TIMEOUT_S = 30.0
 
+# A response's status line and headers while they are incomplete (httpcore2's allowance).
+RESPONSE_HEAD_BYTES = 100 * 1024
+
 # Discovery listings are control responses: bounded like error bodies.
 CATALOG_BODY_BYTES = 4 * 1024 * 1024
 
@@ -32,5 +35,7 @@ DEVICE_POLL_MIN_S = 1.0
 # is closed and the next request opens a new one).
 STREAM_DRAIN_S = 0.5
 STREAM_DRAIN_BYTES = 64 * 1024
-# How long an idle pooled connection is kept for the next request (of this turn or the next).
+# How long an idle pooled connection is kept for the next request (of this turn or the next),
+# and how many idle connections one origin keeps (more close the one idle longest).
 KEEPALIVE_S = 30.0
+IDLE_CONNECTIONS_PER_ORIGIN = 8
