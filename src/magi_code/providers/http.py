@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -42,6 +41,7 @@ from magi_code.providers.limits import (
     STREAM_DRAIN_S,
 )
 from magi_code.providers.sse import SSEDecoder, SSEError, SSEEvent
+from magi_code.records import field, record
 
 if TYPE_CHECKING:
     from magi_code.providers.clients import Response
@@ -61,7 +61,7 @@ def default_is_overflow(body: str) -> bool:
     return any(marker in low for marker in _OVERFLOW_MARKERS)
 
 
-@dataclass(frozen=True)
+@record
 class HttpPolicy:
     """Every bound of one provider connection; tests inject short ones."""
 
@@ -77,7 +77,7 @@ class HttpPolicy:
     is_overflow: Callable[[str], bool] = field(default=default_is_overflow)
 
 
-@dataclass(frozen=True)
+@record
 class BoundedBody:
     """At most `body_bytes` of a body's decoded text; `complete` if nothing was cut or lost."""
 
@@ -85,7 +85,7 @@ class BoundedBody:
     complete: bool
 
 
-@dataclass(frozen=True)
+@record
 class ControlResponse:
     status: int
     body: BoundedBody
