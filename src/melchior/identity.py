@@ -86,9 +86,9 @@ def fork(env: Mapping[str, str], role: str, project: str | None) -> dict[str, An
             raise registry.RegistryError("no_identity")
         project = project or env.get(ENV_PROJECT) or default_project(os.getcwd())
         directory = registry.project_dir(project, env)
-    import secrets
+    from base64 import urlsafe_b64encode  # `secrets.token_urlsafe`, without its OpenSSL
 
-    token = secrets.token_urlsafe(TOKEN_BYTES)
+    token = urlsafe_b64encode(os.urandom(TOKEN_BYTES)).rstrip(b"=").decode("ascii")
     avoid = registry.reported(directory, env)
     sid = registry.mint(directory, role, parent, token, avoid, parent_key)
     environment = {ENV_PROJECT: project, ENV_ID: sid, ENV_TOKEN: token}

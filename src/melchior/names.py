@@ -79,24 +79,25 @@ def pairs() -> list[str]:
 def candidate(attempt: int, taken: Collection[str] = ()) -> str:
     """A random word pair that is not `taken`. Once every pair is taken, or after many
     collisions with concurrent minters, a pair with a number: the space never runs out."""
-    import secrets
+    from random import SystemRandom  # os.urandom, as `secrets` (whose hmac loads OpenSSL)
 
+    draw = SystemRandom()
     free = [pair for pair in pairs() if pair not in taken] if attempt < 16 else []
     if free:
-        return secrets.choice(free)
-    first, second = secrets.choice(WORDS), secrets.choice(WORDS)
+        return draw.choice(free)
+    first, second = draw.choice(WORDS), draw.choice(WORDS)
     while second == first:
-        second = secrets.choice(WORDS)
-    return f"{first}-{second}-{secrets.randbelow(10**6)}"
+        second = draw.choice(WORDS)
+    return f"{first}-{second}-{draw.randrange(10**6)}"
 
 
 def project_dirname(project: str, budget: int) -> str:
     """The project's directory name, at most `budget` bytes, unique per project name."""
     if len(project) <= budget:
         return project
-    import hashlib
+    from melchior.digests import sha256_hex
 
-    digest = hashlib.sha256(project.encode()).hexdigest()[:PROJECT_DIGEST]
+    digest = sha256_hex(project.encode())[:PROJECT_DIGEST]
     keep = budget - len(SHORTENED) - PROJECT_DIGEST
     return f"{project[:keep]}{SHORTENED}{digest}"
 

@@ -87,9 +87,11 @@ def base_dir(env: Mapping[str, str]) -> str:
         if info.st_uid != os.getuid() or info.st_mode & 0o077:
             raise RegistryError("unsafe_dir")
         return _safe_dir(join(runtime, "melchior"))
-    import tempfile  # only without XDG_RUNTIME_DIR
-
-    return _safe_dir(join(tempfile.gettempdir(), f"melchior-{os.getuid()}"))
+    # The temp dir as `tempfile.gettempdir` names it (without importing tempfile: its shutil
+    # brings the compression modules): $TMPDIR, $TEMP or $TMP if absolute, else /tmp.
+    named = (env.get(name, "") for name in ("TMPDIR", "TEMP", "TMP"))
+    temp = next((path for path in named if os.path.isabs(path)), "/tmp")
+    return _safe_dir(join(temp, f"melchior-{os.getuid()}"))
 
 
 def _state_path(env: Mapping[str, str]) -> str:
@@ -149,11 +151,11 @@ def project_dir(project: str, env: Mapping[str, str]) -> str:
 
 
 def digest(token: str) -> str:
-    import hashlib  # not on the path of a plain tool call
+    from melchior.digests import sha256_hex  # not on the path of a plain tool call
 
     # surrogatepass: any text digests (a token from a badly encoded environment included), and
     # a text that is not a real secret simply matches nothing.
-    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+    return sha256_hex(token.encode("utf-8", "surrogatepass"))
 
 
 def mint(
@@ -230,9 +232,9 @@ def linked(directory: str, key: Key, entries: set[str] | None = None) -> str | N
     if entries is not None and f"{minter}.key" not in entries:
         return None
     parent = read_key(directory, minter)
-    import hmac
+    from melchior.digests import same
 
-    return minter if parent and hmac.compare_digest(parent.sha256, expected) else None
+    return minter if parent and same(parent.sha256, expected) else None
 
 
 def verify(directory: str, session_id: str, token: str) -> Key | None:
@@ -240,9 +242,9 @@ def verify(directory: str, session_id: str, token: str) -> Key | None:
     if not names.valid_id(session_id):
         return None
     key = read_key(directory, session_id)
-    import hmac
+    from melchior.digests import same
 
-    if key is None or not hmac.compare_digest(key.sha256, digest(token)):
+    if key is None or not same(key.sha256, digest(token)):
         return None
     return key
 

@@ -44,9 +44,9 @@ class Report:
     @property
     def sha256(self) -> str:
         if self._sha256 is None:
-            import hashlib
+            from melchior.digests import sha256_hex
 
-            self._sha256 = hashlib.sha256(self.body).hexdigest()
+            self._sha256 = sha256_hex(self.body)
         return self._sha256
 
     def summary(self) -> dict[str, object]:
@@ -135,24 +135,24 @@ _NOTE_CHECKS: dict[str, Callable[[object], bool]] = {
 def owned_by(report: Report, key: str) -> bool:
     """Is this stored report the session's whose secret digests to `key`? (An id may be minted
     again once its session is gone; an older report without an owner is taken as its own.)"""
-    import hmac
+    from melchior.digests import same
 
     mine = report.owner.get("key") if report.owner else None
-    return mine is None or (isinstance(mine, str) and hmac.compare_digest(mine, key))
+    return mine is None or (isinstance(mine, str) and same(mine, key))
 
 
 def may_read(report: Report, reader: str, key: str) -> bool:
     """May `reader`, whose secret digests to `key`, read this report of an ended session? Only
     across the fork link (its parent) or as itself, and only with a recorded digest to prove
     it: a report with no owner record is read through its live session alone."""
-    import hmac
+    from melchior.digests import same
 
     owner = report.owner or {}
     for who, digest in (
         (owner.get("id"), owner.get("key")),
         (owner.get("parent"), owner.get("parent_key")),
     ):
-        if who == reader and isinstance(digest, str) and hmac.compare_digest(digest, key):
+        if who == reader and isinstance(digest, str) and same(digest, key):
             return True
     return False
 

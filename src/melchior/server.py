@@ -15,7 +15,6 @@ as anything else.
 from __future__ import annotations
 
 import contextlib
-import hmac
 import os
 import selectors
 import signal
@@ -25,6 +24,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from melchior import limits, names, policy, registry, reports, slots, tasks, wire
+from melchior.digests import same
 from melchior.limits import MAX_REPORT
 
 TYPE_CHECKING = False  # `typing` and `dataclasses` cost the boot of every session milliseconds
@@ -199,7 +199,7 @@ class Server:
     def _minted_by_me(self, key: registry.Key) -> bool:
         """Did we (our secret, not merely our id) mint the session whose key this is?"""
         mine = str(self.owner["key"])
-        return key.minter_key is not None and hmac.compare_digest(key.minter_key, mine)
+        return key.minter_key is not None and same(key.minter_key, mine)
 
     # ------------------------------------------------------------ the socket
 
@@ -375,7 +375,7 @@ class Server:
         # The minter is the secret that minted us: a later session given its id is not it.
         caller = peer.key.sha256 if peer.key else ""
         recorded = key.minter_key or ""
-        if key.minter != peer.id or not recorded or not hmac.compare_digest(recorded, caller):
+        if key.minter != peer.id or not recorded or not same(recorded, caller):
             return wire.refusal("not_minter")
         self.ended_by = peer.label
         return wire.reply([{"ending": self.label}])

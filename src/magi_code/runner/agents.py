@@ -51,10 +51,12 @@ VOCABULARY_ENV = "MAGI_CODE_MELCHIOR_VOCABULARY"  # what the parent read, handed
 
 
 class Described:
-    """`melchior tool --describe`, read on a thread while `melchior serve` starts; a child
-    takes what its parent read (the same melchior, the same vocabulary) and runs nothing."""
+    """`melchior tool --describe`, read on a thread while `melchior serve` starts (from the
+    cache in MC_HOME when this melchior described it before); a child takes what its parent
+    read (the same melchior, the same vocabulary) and runs nothing."""
 
-    def __init__(self, env: Mapping[str, str], handed: str | None) -> None:
+    def __init__(self, env: Mapping[str, str], handed: str | None, home: str) -> None:
+        self.home = home
         self.vocabulary: dict[str, Any] | None = None
         self.thread: threading.Thread | None = None
         if handed:
@@ -66,9 +68,9 @@ class Described:
             self.thread.start()
 
     def read(self, env: dict[str, str]) -> None:
-        from magi_code.runner.melchior_tools import describe
+        from magi_code.runner.melchior_tools import described
 
-        self.vocabulary = describe(peers.melchior_command(), env)
+        self.vocabulary = described(peers.melchior_command(), env, self.home)
 
     def result(self) -> dict[str, Any] | None:
         if self.thread is not None:
@@ -99,7 +101,7 @@ class Boot:
         self.done = threading.Event()
         self.process = peers.launch(self.env, self.talk, admitted.cwd)
         threading.Thread(target=self._wait, name="melchior-boot", daemon=True).start()
-        self.described = Described(self.env, admitted.env.get(VOCABULARY_ENV))
+        self.described = Described(self.env, admitted.env.get(VOCABULARY_ENV), admitted.paths.home)
 
     def _wait(self) -> None:
         try:

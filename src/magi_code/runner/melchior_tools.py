@@ -12,11 +12,18 @@ Rules:
   failed outcome carrying melchior's code. Nothing else of the exec reaches the model.
 - A call made while the session's melchior still boots waits for it; without melchior it
   fails with `melchior_unavailable`.
+- The description is kept in MC_HOME/cache (`described`), keyed by the magi-code version and
+  the `melchior` command file (its path, size and modification time: an install or upgrade
+  rewrites it), so a session does not run `melchior tool --describe` beside every boot. An
+  editable install that changes melchior's vocabulary without reinstalling keeps the old
+  description until that file is deleted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import subprocess
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -29,6 +36,7 @@ from magi_code.tools import args as A
 from magi_code.tools.base import Access, ToolContext, ToolInputError, ToolOutcome
 from magi_code.tools.summaries import safe_summary
 
+VOCABULARY_CACHE = "melchior-vocabulary.json"  # in MC_HOME/cache
 PREFIX = "melchior_"
 NOT_OFFERED = frozenset({"end"})
 WRITES = frozenset({"tell", "ask"})  # outside the instance, these ask by default
@@ -49,6 +57,43 @@ def describe(command: list[str], env: Mapping[str, str]) -> dict[str, Any] | Non
     except (OSError, subprocess.TimeoutExpired, ValueError, KeyError, IndexError, TypeError):
         return None
     return vocabulary if isinstance(vocabulary, dict) else None
+
+
+def described(command: list[str], env: Mapping[str, str], home: str) -> dict[str, Any] | None:
+    """The vocabulary from the cache when it was described by this melchior, else described
+    now and cached (best effort: a cache that cannot be written is only slower)."""
+    from magi_code import __version__
+
+    try:
+        info = os.stat(command[0])
+        key = [__version__, command, info.st_size, info.st_mtime_ns]
+    except OSError:
+        return describe(command, env)
+    path = os.path.join(home, "cache", VOCABULARY_CACHE)
+    try:
+        with open(path, "rb") as cached:
+            kept = json.load(cached)
+        if kept.get("key") == key and isinstance(kept.get("vocabulary"), dict):
+            return dict(kept["vocabulary"])
+    except (OSError, ValueError, AttributeError):
+        pass
+    vocabulary = describe(command, env)
+    if vocabulary is not None:
+        _keep(path, {"key": key, "vocabulary": vocabulary})
+    return vocabulary
+
+
+def _keep(path: str, value: dict[str, Any]) -> None:
+    """Replace the cache file whole (0600), or leave it."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(value, out)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
 
 
 @record
