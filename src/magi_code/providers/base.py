@@ -94,6 +94,28 @@ class Completed:
 
 ProviderEvent = TextDelta | ReasoningSummary | ToolCallDone | Usage | Completed
 
+
+def coalesced(events: list[ProviderEvent]) -> list[ProviderEvent]:
+    """`events` with each run of consecutive text deltas joined into one: what one read of a
+    response completed is handed on as one piece of text, so the turn, the redactor and the
+    face pay once per read, not once per event. The text and its order are unchanged."""
+    if len(events) < 2:
+        return events
+    out: list[ProviderEvent] = []
+    run: list[str] = []
+    for event in events:
+        if isinstance(event, TextDelta):
+            run.append(event.text)
+            continue
+        if run:
+            out.append(TextDelta("".join(run)))
+            run = []
+        out.append(event)
+    if run:
+        out.append(TextDelta("".join(run)))
+    return out
+
+
 # ---- errors --------------------------------------------------------------------------------
 
 ProviderErrorCode = Literal[

@@ -175,11 +175,13 @@ async def stream_sse(
     body: Mapping[str, object],
     policy: HttpPolicy,
     until: Callable[[], bool] = lambda: False,
-) -> AsyncGenerator[SSEEvent]:
-    """POST `body` and yield the response's server-sent events, with bounded retries.
+) -> AsyncGenerator[list[SSEEvent]]:
+    """POST `body` and yield the response's server-sent events, with bounded retries: the
+    events each read of the body completed, in order, as one non-empty batch.
 
-    Once `until()` holds after an event was taken, the rest of the body is read and dropped
-    (bounded), so that the connection goes back to the pool, and the stream ends."""
+    Once `until()` holds after a batch was taken, the rest of the body is read and dropped
+    (bounded), so that the connection goes back to the pool, and the stream ends; the taker
+    ignores what its batch holds after the event that ended it."""
     from magi_code.providers.clients import InvalidURL, TransportError, open_response
 
     attempt = 0
@@ -192,15 +194,17 @@ async def stream_sse(
                     raise await _failed_status(response, policy)
                 decoder = SSEDecoder()
                 async for chunk in response:
-                    for event in decoder.feed(chunk):
+                    batch = decoder.feed(chunk)
+                    if batch:
                         delivered = True
-                        yield event
+                        yield batch
                         if until():
                             await _drain(response)
                             return
-                for event in decoder.end():
+                batch = decoder.end()
+                if batch:
                     delivered = True
-                    yield event
+                    yield batch
                 if delivered:
                     return
                 # No event at all is never a generation: the body was cut before its

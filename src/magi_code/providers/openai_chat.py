@@ -20,6 +20,7 @@ from magi_code.providers.base import (
     ToolResult,
     Usage,
     UserText,
+    coalesced,
 )
 from magi_code.providers.http import HttpPolicy, stream_sse
 from magi_code.providers.registry import keyed_build
@@ -181,8 +182,13 @@ class OpenAIChatProvider:
         body = request_body(request)
         events = stream_sse(url, self.headers(), body, self.policy, until=lambda: state.done)
         async with aclosing(events):  # closing this stream closes the request now
-            async for sse in events:
-                for event in state.chunk(sse.data):
+            async for batch in events:
+                out: list[ProviderEvent] = []
+                for sse in batch:
+                    out += state.chunk(sse.data)
+                    if state.done:
+                        break
+                for event in coalesced(out):
                     yield event
         for event in state.finish_events():
             yield event

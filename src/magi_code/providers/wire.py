@@ -8,7 +8,7 @@ from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from typing import Literal, Protocol
 
-from magi_code.providers.base import ProviderError, ProviderEvent
+from magi_code.providers.base import ProviderError, ProviderEvent, coalesced
 from magi_code.providers.http import HttpPolicy, default_is_overflow, stream_sse
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "other"]
@@ -66,12 +66,15 @@ async def stream_until_finished(
     events = stream_sse(url, headers, body, policy, until=lambda: state.finished)
     final: list[ProviderEvent] = []
     async with aclosing(events):
-        async for sse in events:
-            out = state.event(sse.data)
-            if state.finished:
-                final = out
-                continue
-            for event in out:
+        async for batch in events:
+            out: list[ProviderEvent] = []
+            for sse in batch:
+                produced = state.event(sse.data)
+                if state.finished:
+                    final = produced
+                    break
+                out += produced
+            for event in coalesced(out):
                 yield event
     if not state.finished:
         raise ProviderError("malformed_stream", retryable=True, detail="stream cut short")
