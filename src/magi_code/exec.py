@@ -26,10 +26,10 @@ import os
 import re
 import signal
 import sys
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from magi_code import limits
+from magi_code.records import record
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -91,7 +91,7 @@ class UsageError(Exception):
     """A launch that cannot run: the message says what is wrong and what to do."""
 
 
-@dataclass
+@record(frozen=False)
 class Options:
     prompt: str | None = None  # the PROMPT argument, "-" for stdin
     json: bool = False

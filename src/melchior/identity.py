@@ -86,9 +86,11 @@ def fork(env: Mapping[str, str], role: str, project: str | None) -> dict[str, An
             raise registry.RegistryError("no_identity")
         project = project or env.get(ENV_PROJECT) or default_project(os.getcwd())
         directory = registry.project_dir(project, env)
-    from base64 import urlsafe_b64encode  # `secrets.token_urlsafe`, without its OpenSSL
+    # `secrets.token_urlsafe`, without its OpenSSL (and without base64's `re`)
+    from binascii import b2a_base64
 
-    token = urlsafe_b64encode(os.urandom(TOKEN_BYTES)).rstrip(b"=").decode("ascii")
+    raw = b2a_base64(os.urandom(TOKEN_BYTES), newline=False)
+    token = raw.translate(bytes.maketrans(b"+/", b"-_")).rstrip(b"=").decode("ascii")
     avoid = registry.reported(directory, env)
     sid = registry.mint(directory, role, parent, token, avoid, parent_key)
     environment = {ENV_PROJECT: project, ENV_ID: sid, ENV_TOKEN: token}

@@ -15,8 +15,6 @@ that matches one of those digests.
 
 from __future__ import annotations
 
-import json
-
 from melchior import wire
 from melchior.limits import (
     MAX_REPORT,
@@ -165,11 +163,15 @@ def encode_stored(report: Report) -> bytes:
     }
     if report.owner is not None:
         doc["owner"] = report.owner
+    import json  # only where a report is stored or read: `melchior serve` boots without it
+
     return json.dumps(doc, ensure_ascii=False).encode()
 
 
 def decode_stored(data: bytes) -> Report:
     """A stored report; bytes that are not our JSON object are an older plain-text report."""
+    import json
+
     try:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
