@@ -5,7 +5,9 @@ answers to asks; stdout carries `listening`, peers' `message`s and refusals. Whe
 (or the minter ends us, or a signal comes), the socket and the notes go with us.
 
 Threads, not asyncio: an accept thread, one thread per connection (bounded: slots.py), and the
-main thread on the pipe. Every caller proves its identity (`hello`) before any other call, and
+main thread on the pipe. The low-level `_socket`, `select` and `_signal` serve: `socket`,
+`selectors` and `signal` bring `enum`, which costs every session's melchior 0.65 MB and
+milliseconds of its boot. Every caller proves its identity (`hello`) before any other call, and
 within HELLO_TIMEOUT of connecting; every frame arrives whole within FRAME_TIMEOUT of its first
 byte. The walls are checked here, by the callee, whatever the caller's own tool decided. A
 peer's text reaches the harness only as a `message` event labelled with the peer's name, never
@@ -14,11 +16,11 @@ as anything else.
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # `signal` without its enums (no stub)
+import _socket
 import contextlib
 import os
-import selectors
-import signal
-import socket
+import select
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -114,11 +116,11 @@ class Server:
         with contextlib.suppress(OSError):
             os.write(self._wake_w, b"x")
 
-    def run(self, listener: socket.socket, stdin: int, stdout: BinaryIO, **listening: Any) -> None:
+    def run(self, listener: _socket.socket, stdin: int, stdout: BinaryIO, **listening: Any) -> None:
         """Serve until the pipe closes, the minter ends us, or SIGTERM/SIGINT; then clean up."""
         self._out = stdout
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, lambda *_: self.stop())
+        for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
+            _signal.signal(sig, lambda *_: self.stop())
         threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
         at = registry.join(self.directory, self.me)
         self.emit(wire.event("listening", at=at, who=self.label, **listening))
@@ -132,19 +134,16 @@ class Server:
 
     def _pipe_loop(self, stdin: int) -> None:
         decoder = wire.PipeDecoder()
-        with selectors.DefaultSelector() as sel:
-            sel.register(stdin, selectors.EVENT_READ)
-            sel.register(self._wake_r, selectors.EVENT_READ)
-            while True:
-                for key, _ in sel.select():
-                    if key.fd == self._wake_r:
-                        return
-                    data = os.read(stdin, 1 << 16)
-                    items = decoder.feed(data) if data else decoder.close()
-                    for item in items:
-                        self.on_pipe(item)
-                    if not data:
-                        return
+        while True:
+            ready, _, _ = select.select([stdin, self._wake_r], [], [])
+            if self._wake_r in ready:
+                return
+            data = os.read(stdin, 1 << 16)
+            items = decoder.feed(data) if data else decoder.close()
+            for item in items:
+                self.on_pipe(item)
+            if not data:
+                return
 
     def on_pipe(self, item: wire.Item) -> None:
         """The harness's own events: its status, and its answers to asks."""
@@ -203,20 +202,21 @@ class Server:
 
     # ------------------------------------------------------------ the socket
 
-    def _accept(self, listener: socket.socket) -> None:
+    def _accept(self, listener: _socket.socket) -> None:
         while True:
             try:
-                conn, _ = listener.accept()
+                fd, _ = listener._accept()  # type: ignore[attr-defined]  # `accept` unwrapped
             except OSError:
                 return  # the listener was closed: we are stopping
+            conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM, 0, fd)
             evicted = self._slots.admit(conn)
-            if isinstance(evicted, socket.socket):
+            if isinstance(evicted, _socket.socket):
                 # Its own thread sees the end of input and lets its slot go.
                 with contextlib.suppress(OSError):
-                    evicted.shutdown(socket.SHUT_RDWR)
+                    evicted.shutdown(_socket.SHUT_RDWR)
             threading.Thread(target=self._serve_connection, args=(conn,), daemon=True).start()
 
-    def _serve_connection(self, conn: socket.socket) -> None:
+    def _serve_connection(self, conn: _socket.socket) -> None:
         decoder, peer = wire.SocketDecoder(), Peer()
         proven = False
         now = time.monotonic()
@@ -450,7 +450,7 @@ def _read_report(directory: str, session_id: str) -> reports.Report | None:
         return None
 
 
-def bind(directory: str, me: str) -> socket.socket:
+def bind(directory: str, me: str) -> _socket.socket:
     """Bind the session's socket under the registry lock; a live one means the id is in use."""
     path = registry.join(directory, me)
     with registry.locked(directory):
@@ -458,7 +458,7 @@ def bind(directory: str, me: str) -> socket.socket:
             if registry.probe(path) == "live":
                 raise registry.RegistryError("in_use")
             os.unlink(path)
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         old = os.umask(0o177)
         try:
             sock.bind(os.fsencode(path))
