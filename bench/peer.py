@@ -13,6 +13,7 @@ Codex is the native binary npm installed under .cache/peer (CODEX_BIN overrides 
 of `make bench`, which keeps the project's own figures.
 """
 
+import compileall
 import json
 import os
 import queue
@@ -356,6 +357,11 @@ def delta_rate(system: System, deltas: list[str]) -> float:
 
 
 def main() -> None:
+    import magi_code
+    import melchior
+
+    for package in (magi_code, melchior):  # as an install would (bytecode may not be written)
+        compileall.compile_dir(Path(package.__file__).parent, quiet=1)
     scratch = Path(tempfile.mkdtemp(prefix="run-", dir=CACHE))  # not /tmp: Codex refuses it
     figures: dict[str, dict[str, list[float]]] = {}
 
