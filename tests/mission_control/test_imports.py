@@ -1,13 +1,13 @@
 """The terminal UI stays off every other path: `serve --stdio` (a whole turn included),
 `melchior`, and the CLI's own commands never import Textual or Rich."""
 
-import ast
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 from magi_code.client import LocalAgentClient, environment
+from source_imports import top_level
 
 UI = ("textual", "rich", "pyte")
 REPORT = (
@@ -62,14 +62,8 @@ def test_no_module_outside_mission_control_imports_the_ui() -> None:
     for path in src.rglob("*.py"):
         if "mission_control" in path.parts:
             continue
-        for node in ast.walk(ast.parse(path.read_bytes())):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module]
-            if any(name.split(".")[0] in UI for name in names):
-                offenders.append(str(path.relative_to(src)))
+        if top_level(path) & set(UI):
+            offenders.append(str(path.relative_to(src)))
     assert offenders == [], json.dumps(offenders)
 
 

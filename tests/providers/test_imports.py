@@ -3,7 +3,6 @@ providers, and never httpx2 (the MCP SDK's HTTP stack, not the providers'); the
 serve path to the `initialize` result with a real provider configured loads no more than the
 fixture path and the provider's own small modules; `melchior tool` stays as lean."""
 
-import ast
 import json
 import os
 import select
@@ -19,6 +18,7 @@ import magi_code.providers
 from magi_code.limits import ERROR_BODY_BYTES, ERROR_BODY_DEADLINE_S, STREAM_INACTIVITY_S
 from magi_code.providers.http import HttpPolicy
 from magi_code.providers.registry import ConfigurationInvalid, base_url
+from source_imports import top_level
 
 MODULES = [
     "magi_code.providers.registry",
@@ -57,14 +57,8 @@ def test_no_provider_module_imports_httpx2_or_httpcore2() -> None:
     here = Path(magi_code.providers.__file__).parent
     offenders = []
     for path in sorted(here.glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_bytes())):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module]
-            if any(name.split(".")[0] in ("httpx2", "httpcore2") for name in names):
-                offenders.append(path.name)
+        if top_level(path) & {"httpx2", "httpcore2"}:
+            offenders.append(path.name)
     assert offenders == []
 
 
