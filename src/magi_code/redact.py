@@ -114,16 +114,19 @@ _JWT = re.compile(r"(?<![A-Za-z0-9])eyJ[A-Za-z0-9_.-]*+\Z")
 
 
 def _secret_spans(text: str) -> list[tuple[int, int]]:
-    p, lower = patterns(), text.lower()
-    found = [p.pem] if "PRIVATE KEY-----" in text else []
+    """The spans of the secrets in `text`; the patterns are compiled only for text that has
+    a mark of one (most text has none)."""
+    lower, found = text.lower(), []
+    if "PRIVATE KEY-----" in text:
+        found.append(patterns().pem)
     if "://" in text and "@" in text:
-        found.append(p.url_password)
+        found.append(patterns().url_password)
     if any(mark in lower for mark in _BEARER_MARKS):
-        found.append(p.bearer)
+        found.append(patterns().bearer)
     if any(mark in lower for mark in _KEY_MARKS):
-        found.append(p.key_value)
+        found.append(patterns().key_value)
     if any(mark in text for mark in _TOKEN_MARKS):
-        found.append(p.tokens)
+        found.append(patterns().tokens)
     return [match.span() for pattern in found for match in pattern.finditer(text)]
 
 
