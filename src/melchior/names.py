@@ -79,16 +79,28 @@ def pairs() -> list[str]:
 def candidate(attempt: int, taken: Collection[str] = ()) -> str:
     """A random word pair that is not `taken`. Once every pair is taken, or after many
     collisions with concurrent minters, a pair with a number: the space never runs out."""
-    from random import SystemRandom  # os.urandom, as `secrets` (whose hmac loads OpenSSL)
-
-    draw = SystemRandom()
     free = [pair for pair in pairs() if pair not in taken] if attempt < 16 else []
     if free:
-        return draw.choice(free)
-    first, second = draw.choice(WORDS), draw.choice(WORDS)
+        return free[_below(len(free))]
+    first, second = WORDS[_below(len(WORDS))], WORDS[_below(len(WORDS))]
     while second == first:
-        second = draw.choice(WORDS)
-    return f"{first}-{second}-{draw.randrange(10**6)}"
+        second = WORDS[_below(len(WORDS))]
+    return f"{first}-{second}-{_below(10**6)}"
+
+
+def _below(n: int) -> int:
+    """A uniform random integer in [0, n) from os.urandom, as `secrets.randbelow` draws it
+    (without `secrets`, whose hmac loads OpenSSL, or `random`: half a megabyte of a session's
+    melchior). Draws above the largest multiple of n are drawn again: no modulo bias."""
+    import os
+
+    size = max(1, (n.bit_length() + 7) // 8)
+    span = 256**size
+    limit = span - span % n
+    while True:
+        value = int.from_bytes(os.urandom(size), "big")
+        if value < limit:
+            return value % n
 
 
 def project_dirname(project: str, budget: int) -> str:
