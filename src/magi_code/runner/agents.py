@@ -177,11 +177,13 @@ class SessionAgents:
         return melchior.tool_env(self.admitted.env) if melchior is not None else None
 
     async def prepare(self) -> None:
-        """Before a turn is set up: the vocabulary read (in a worker thread; bounded), so
-        that `tools` never waits on the event loop."""
-        import anyio
+        """Before a turn is set up: the vocabulary read (waited for in a worker thread,
+        bounded, while it is still being read), so that `tools` never waits on the loop."""
+        reading = self.boot.described.thread
+        if reading is not None and reading.is_alive():
+            import anyio
 
-        await anyio.to_thread.run_sync(self.boot.described.result)
+            await anyio.to_thread.run_sync(self.boot.described.result)
 
     @property
     def notices(self) -> list[str]:
