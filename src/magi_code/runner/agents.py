@@ -51,30 +51,33 @@ VOCABULARY_ENV = "MAGI_CODE_MELCHIOR_VOCABULARY"  # what the parent read, handed
 
 
 class Described:
-    """`melchior tool --describe`, read on a thread while `melchior serve` starts (from the
-    cache in MC_HOME when this melchior described it before); a child takes what its parent
+    """`melchior tool --describe`, read by the boot thread while `melchior serve` starts (from
+    the cache in MC_HOME when this melchior described it before); a child takes what its parent
     read (the same melchior, the same vocabulary) and runs nothing."""
 
-    def __init__(self, env: Mapping[str, str], handed: str | None, home: str) -> None:
+    def __init__(self, handed: str | None, home: str) -> None:
         self.home = home
         self.vocabulary: dict[str, Any] | None = None
-        self.thread: threading.Thread | None = None
+        self.known = threading.Event()  # read, or found unreadable
         if handed:
             with contextlib.suppress(ValueError):
                 value = json.loads(handed)
                 self.vocabulary = value if isinstance(value, dict) else None
-        if self.vocabulary is None:
-            self.thread = threading.Thread(target=self.read, args=(dict(env),), daemon=True)
-            self.thread.start()
+        if self.vocabulary is not None:
+            self.known.set()
 
-    def read(self, env: dict[str, str]) -> None:
+    def read(self, env: Mapping[str, str]) -> None:
+        if self.known.is_set():
+            return
         from magi_code.runner.melchior_tools import described
 
-        self.vocabulary = described(peers.melchior_command(), env, self.home)
+        try:
+            self.vocabulary = described(peers.melchior_command(), env, self.home)
+        finally:
+            self.known.set()
 
     def result(self) -> dict[str, Any] | None:
-        if self.thread is not None:
-            self.thread.join()  # bounded: describe runs under MELCHIOR_TOOL_MS
+        self.known.wait()  # bounded: describe runs under MELCHIOR_TOOL_MS
         return self.vocabulary
 
 
@@ -88,10 +91,11 @@ def bound(settings: Mapping[str, Any], key: str, ceiling: int) -> int:
 
 
 class Boot:
-    """A session's `melchior serve`, launched, and a thread waiting (within MELCHIOR_START_MS)
-    for its `listening`, beside its vocabulary being read. A face makes it before it attaches
-    the session; nothing waits for the boot but what needs melchior itself (`joined`): a turn
-    starts without it (it waits only for the vocabulary, `prepare`)."""
+    """A session's `melchior serve`, launched, and one thread for it: it reads the vocabulary,
+    waits (within MELCHIOR_START_MS) for `listening`, then reads the pipe until it closes. A
+    face makes it before it attaches the session; nothing waits for the boot but what needs
+    melchior itself (`joined`): a turn starts without it (it waits only for the vocabulary,
+    `prepare`)."""
 
     def __init__(self, admitted: Admitted) -> None:
         self.env = melchior_env(admitted.env)
@@ -99,15 +103,20 @@ class Boot:
         self.melchior: peers.SessionMelchior | None = None
         self.notice: str | None = None
         self.done = threading.Event()
+        self.described = Described(admitted.env.get(VOCABULARY_ENV), admitted.paths.home)
         self.process = peers.launch(self.env, self.talk, admitted.cwd)
-        threading.Thread(target=self._wait, name="melchior-boot", daemon=True).start()
-        self.described = Described(self.env, admitted.env.get(VOCABULARY_ENV), admitted.paths.home)
+        threading.Thread(target=self._run, name="melchior", daemon=True).start()
 
-    def _wait(self) -> None:
+    def _run(self) -> None:
         try:
-            self.melchior, self.notice = peers.ready(self.process, self.env, self.talk)
+            self.described.read(self.env)
         finally:
-            self.done.set()
+            try:
+                self.melchior, self.notice = peers.ready(self.process, self.env, self.talk)
+            finally:
+                self.done.set()
+        if self.melchior is not None:
+            self.melchior.read()  # peer messages into the inbox, until the pipe closes
 
     def abandon(self) -> None:
         if self.process is not None:
@@ -179,8 +188,7 @@ class SessionAgents:
     async def prepare(self) -> None:
         """Before a turn is set up: the vocabulary read (waited for in a worker thread,
         bounded, while it is still being read), so that `tools` never waits on the loop."""
-        reading = self.boot.described.thread
-        if reading is not None and reading.is_alive():
+        if not self.boot.described.known.is_set():
             import anyio
 
             await anyio.to_thread.run_sync(self.boot.described.result)

@@ -13,8 +13,9 @@ Rules:
   events enter the inbox, at most PEER_INBOX of them (the oldest are dropped first).
 - An ask (`sort: question`, with `task`) is moved to `working` when the model is shown it and
   to `completed`/`failed` from the turn's outcome (`settle`).
-- One reader thread owns the child's stdout; writes to its stdin go under one lock. `close`
-  ends the child within CHILD_EXIT_MS (stdin closed, then SIGKILL), socket and notes with it.
+- One thread (the session's boot thread, runner/agents.py) owns the child's stdout; writes to
+  its stdin go under one lock. `close` ends the child within CHILD_EXIT_MS (stdin closed, then
+  SIGKILL), socket and notes with it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -193,17 +195,11 @@ def _message(event: dict[str, Any]) -> PeerMessage | None:
     return PeerMessage(safe_summary(who), str(sort), text, task if isinstance(task, str) else None)
 
 
-def start(env: Mapping[str, str], talk: str, cwd: str) -> tuple[SessionMelchior | None, str | None]:
-    """Start this session's `melchior serve`: (the session, None), or (None, UNAVAILABLE).
-
-    With MAGI_MELCHIOR_* in `env` (a forked child) it comes up as that identity; without, it
-    mints a root for itself and says its environment in `listening`."""
-    return ready(launch(env, talk, cwd), env, talk)
-
-
 def launch(env: Mapping[str, str], talk: str, cwd: str) -> subprocess.Popen[bytes] | None:
-    """The first half of `start`: the process, not yet listening (it boots while the caller
-    does other work)."""
+    """Start this session's `melchior serve`, not yet listening (it boots while the caller
+    does other work; `ready` waits for it). With MAGI_MELCHIOR_* in `env` (a forked child) it
+    comes up as that identity; without, it mints a root for itself and says its environment
+    in `listening`."""
     child_env = dict(env)
     child_env[ENV_TALK] = talk
     try:
@@ -223,7 +219,8 @@ def launch(env: Mapping[str, str], talk: str, cwd: str) -> subprocess.Popen[byte
 def ready(
     process: subprocess.Popen[bytes] | None, env: Mapping[str, str], talk: str
 ) -> tuple[SessionMelchior | None, str | None]:
-    """The second half of `start`: wait for `listening` (within MELCHIOR_START_MS)."""
+    """Wait for `listening` (within MELCHIOR_START_MS): (the session, None), or (None,
+    UNAVAILABLE). The caller then reads its pipe (`SessionMelchior.read`) on the same thread."""
     if process is None:
         return None, UNAVAILABLE
     listening = _first_event(process)
@@ -239,22 +236,20 @@ def ready(
     session = SessionMelchior(
         process, identity, talk, str(listening.get("who", "")), str(listening.get("at", ""))
     )
-    threading.Thread(target=session.read, name="melchior-pipe", daemon=True).start()
     return session, None
 
 
 def _first_event(process: subprocess.Popen[bytes]) -> dict[str, Any] | None:
-    """The first line of the pipe, within MELCHIOR_START_MS (a thread: readline blocks)."""
-    box: list[bytes] = []
+    """The first line of the pipe, within MELCHIOR_START_MS. `listening` is one write, far
+    under PIPE_BUF, so once the pipe is readable the line is there whole (or the pipe ended)."""
     assert process.stdout is not None
     stdout = process.stdout
-    reader = threading.Thread(target=lambda: box.append(stdout.readline()), daemon=True)
-    reader.start()
-    reader.join(limits.MELCHIOR_START_MS / 1000)
-    if not box or not box[0]:
+    readable, _, _ = select.select([stdout], [], [], limits.MELCHIOR_START_MS / 1000)
+    line = stdout.readline() if readable else b""
+    if not line:
         return None
     try:
-        event = json.loads(box[0])
+        event = json.loads(line)
     except ValueError:
         return None
     return event if isinstance(event, dict) else None
