@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -281,17 +280,11 @@ class SessionAgents:
         env = self.tool_env()
         if env is None:
             return None
+        asked = ["tool", "--verb=report", f"--who={agent_id}", "--about=json"]
+        reply = peers.exec_json(self.command, asked, env)
         try:
-            done = subprocess.run(
-                [*self.command, "tool", "--verb=report", f"--who={agent_id}", "--about=json"],
-                capture_output=True,
-                env=env,
-                timeout=limits.MELCHIOR_TOOL_MS / 1000,
-                check=False,
-            )
-            reply = json.loads(done.stdout)
             body = reply["result"][0]["body"] if reply.get("ok") else None
-        except (OSError, subprocess.TimeoutExpired, ValueError, KeyError, IndexError, TypeError):
+        except (AttributeError, KeyError, IndexError, TypeError):
             return None
         if not isinstance(body, str):
             return None
@@ -308,17 +301,10 @@ class SessionAgents:
         melchior = self.joined()
         if melchior is None:
             return rows
-        try:
-            done = subprocess.run(
-                [*self.command, "tool", "--verb=list"],
-                capture_output=True,
-                env=melchior.tool_env(self.admitted.env),
-                timeout=limits.MELCHIOR_TOOL_MS / 1000,
-                check=False,
-            )
-            listed = json.loads(done.stdout).get("result", [])
-        except (OSError, subprocess.TimeoutExpired, ValueError, AttributeError):
-            return rows
+        reply = peers.exec_json(
+            self.command, ["tool", "--verb=list"], melchior.tool_env(self.admitted.env)
+        )
+        listed = reply.get("result", []) if isinstance(reply, dict) else []
         mine = {melchior.id, *self.children.all}
         for entry in listed:
             if isinstance(entry, dict) and entry.get("id") not in mine:

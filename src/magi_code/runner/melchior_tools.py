@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -44,17 +43,11 @@ WRITES = frozenset({"tell", "ask"})  # outside the instance, these ask by defaul
 
 def describe(command: list[str], env: Mapping[str, str]) -> dict[str, Any] | None:
     """The published tool vocabulary (`melchior tool --describe`), or None."""
+    from magi_code.runner.peers import exec_json
+
     try:
-        done = subprocess.run(
-            [*command, "tool", "--describe"],
-            capture_output=True,
-            env=dict(env),
-            timeout=limits.MELCHIOR_TOOL_MS / 1000,
-            check=False,
-        )
-        reply = json.loads(done.stdout)
-        vocabulary = reply["result"][0]
-    except (OSError, subprocess.TimeoutExpired, ValueError, KeyError, IndexError, TypeError):
+        vocabulary = exec_json(command, ["tool", "--describe"], env)["result"][0]
+    except (KeyError, IndexError, TypeError):
         return None
     return vocabulary if isinstance(vocabulary, dict) else None
 

@@ -195,6 +195,22 @@ def _message(event: dict[str, Any]) -> PeerMessage | None:
     return PeerMessage(safe_summary(who), str(sort), text, task if isinstance(task, str) else None)
 
 
+def exec_json(command: list[str], args: list[str], env: Mapping[str, str]) -> Any:
+    """One `melchior <args>` exec (`tool`, `fork`), bounded by MELCHIOR_TOOL_MS: its JSON
+    reply, or None when it could not run or answered no JSON. Blocking."""
+    try:
+        done = subprocess.run(
+            [*command, *args],
+            capture_output=True,
+            env=dict(env),
+            timeout=limits.MELCHIOR_TOOL_MS / 1000,
+            check=False,
+        )
+        return json.loads(done.stdout)
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return None
+
+
 def launch(env: Mapping[str, str], talk: str, cwd: str) -> subprocess.Popen[bytes] | None:
     """Start this session's `melchior serve`, not yet listening (it boots while the caller
     does other work; `ready` waits for it). With MAGI_MELCHIOR_* in `env` (a forked child) it

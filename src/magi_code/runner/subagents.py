@@ -156,17 +156,9 @@ def stop(child: Child) -> None:
 
 def fork(command: list[str], env: Mapping[str, str]) -> dict[str, Any] | None:
     """`melchior fork --role=sub` as this session: the child's id and environment, or None."""
-    try:
-        done = subprocess.run(
-            [*command, "fork", "--role=sub"],
-            capture_output=True,
-            env=dict(env),
-            timeout=limits.MELCHIOR_TOOL_MS / 1000,
-            check=False,
-        )
-        spec = json.loads(done.stdout)
-    except (OSError, subprocess.TimeoutExpired, ValueError):
-        return None
+    from magi_code.runner.peers import exec_json
+
+    spec = exec_json(command, ["fork", "--role=sub"], env)
     if not isinstance(spec, dict) or not isinstance(spec.get("environment"), dict):
         return None
     return spec
