@@ -93,3 +93,20 @@ def test_the_closed_code_sets_are_the_published_ones() -> None:
         "context_overflow",
         "refused",
     }
+
+
+def test_startups_codes_are_the_wires() -> None:
+    """StartupCode (a type only: startup's path imports no `typing`) is the wire's set."""
+    import ast
+    import inspect
+
+    import magi_code.runner.startup as startup
+
+    tree = ast.parse(inspect.getsource(startup))
+    (codes,) = [
+        {c.value for c in ast.walk(node.value) if isinstance(c, ast.Constant)}
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "StartupCode" for t in node.targets)
+    ]
+    assert codes == STARTUP_ERRORS
