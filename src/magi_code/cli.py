@@ -98,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     if rest == ["context"]:
         return context_command(agent)
     launch = mission_control_options(args)
-    if launch is None:
-        return refuse("unknown arguments")
+    if isinstance(launch, str):
+        return refuse(launch)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         return refuse("Mission Control and --prompt need a terminal; use serve --stdio")
     from magi_code.mission_control.console import run
@@ -111,8 +111,10 @@ VALUED = {"--prompt": "prompt", "--model": "model", "--provider": "provider", "-
 APPROVAL_MODES = ("ask", "edits", "full")
 
 
-def mission_control_options(args: list[str]) -> Launch | None:
-    """Mission Control's argv -> a Launch; None when malformed (each option at most once)."""
+def mission_control_options(args: list[str]) -> Launch | str:
+    """Mission Control's argv -> a Launch, or what is wrong with it (each option at most
+    once; an unknown word is named only when it looks like an option: odd input is never
+    echoed)."""
     from magi_code.mission_control.driver import Launch
 
     fields: dict[str, object] = {}
@@ -129,17 +131,22 @@ def mission_control_options(args: list[str]) -> Launch | None:
         elif name in VALUED and VALUED[name] not in fields:
             value = inline if equals else next(words, None)
             if value is None or (name != "--prompt" and not value):
-                return None
+                return f"{name} needs a value"
             fields[VALUED[name]] = value
         elif name == "--approval-mode" and "approval_mode" not in fields:
             value = inline if equals else next(words, None)
             if value not in APPROVAL_MODES:
-                return None
+                return "--approval-mode takes ask, edits or full"
             fields["approval_mode"] = value
+        elif name in (*VALUED, "--approval-mode", "--continue"):
+            return f"{name} is given twice"
         else:
-            return None
+            import re
+
+            shown = f" {name}" if re.fullmatch(r"--?[a-z][a-z-]{0,31}", name) else ""
+            return f"unknown argument{shown}"
     if "resume" in fields and "continue_latest" in fields:
-        return None
+        return "resume and --continue exclude each other"
     return Launch(**fields)  # type: ignore[arg-type]
 
 

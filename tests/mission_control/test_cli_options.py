@@ -82,7 +82,23 @@ def test_options_make_a_launch() -> None:
         resume="abc", approval_mode="edits"
     )
     assert mission_control_options(["--continue"]) == Launch(continue_latest=True)
-    assert mission_control_options(["--prompt"]) is None
+    assert mission_control_options(["--prompt"]) == "--prompt needs a value"
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--frobnicate"], "unknown argument --frobnicate"),
+        (["--x\x1b[31m"], "unknown argument\n"),  # odd input is never echoed
+        (["--model"], "--model needs a value"),
+        (["--model", "a", "--model", "b"], "--model is given twice"),
+        (["--approval-mode", "maybe"], "--approval-mode takes ask, edits or full"),
+        (["resume", "--continue"], "resume and --continue exclude each other"),
+    ],
+)
+def test_a_bad_launch_says_what_is_wrong(tmp_path: Path, argv: list[str], says: str) -> None:
+    done = cli(tmp_path / "home", *argv)
+    assert done.returncode == 2 and done.stderr.startswith(f"magi-code: {says}")
 
 
 def test_continue_attaches_the_latest_session_of_this_workspace(
