@@ -101,7 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(launch, str):
         return refuse(launch)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        return refuse("Mission Control and --prompt need a terminal; use serve --stdio")
+        return refuse(
+            "Mission Control and --prompt need a terminal: for scripts and pipes run "
+            "`magi-code exec PROMPT`; a frontend runs `magi-code serve --stdio`"
+        )
     from magi_code.mission_control.console import run
 
     return run(launch)

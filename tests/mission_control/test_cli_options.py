@@ -94,6 +94,7 @@ def test_options_make_a_launch() -> None:
         (["--model", "a", "--model", "b"], "--model is given twice"),
         (["--approval-mode", "maybe"], "--approval-mode takes ask, edits or full"),
         (["resume", "--continue"], "resume and --continue exclude each other"),
+        (["--prompt", "hi"], "Mission Control and --prompt need a terminal: for scripts and"),
     ],
 )
 def test_a_bad_launch_says_what_is_wrong(tmp_path: Path, argv: list[str], says: str) -> None:
