@@ -80,6 +80,9 @@ PROFILE_NAME_CHARS = 64  # agent profile names, like skill names
 
 # Settings files: tables and arrays nested deeper than this are refused (configuration_invalid)
 SETTINGS_DEPTH = 32
+# A settings file's parse is cached (MC_HOME/cache) only once the file has been unchanged this
+# long: a later change then always shows in its modification or change time.
+SETTINGS_SETTLED_NS = 2_000_000_000
 
 # Hooks (runner/hooks.py): processes the settings run on runner events
 HOOK_TIMEOUT_MS = 10_000  # a hook's `timeout_ms` when it sets none

@@ -48,7 +48,7 @@ def test_the_vocabulary_is_described_once_per_install_and_kept_private(tmp_path:
     # A cache that is not ours to read is described over.
     cache.write_text("[1, 2")
     assert described(command, os.environ, str(home)) == first and runs(count) == 3
-    assert json.loads(cache.read_text())["vocabulary"] == first
+    assert json.loads(cache.read_text())["value"] == first
 
 
 def test_without_a_cache_folder_the_vocabulary_is_still_described(tmp_path: Path) -> None:

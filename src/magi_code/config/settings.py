@@ -13,12 +13,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from magi_code import cache
 from magi_code.config import ConfigError
-from magi_code.limits import SETTINGS_DEPTH
+from magi_code.limits import SETTINGS_DEPTH, SETTINGS_SETTLED_NS
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, BinaryIO
 
     from magi_code.config import ConfigCode
     from magi_code.config.trust import Dropped
@@ -48,6 +49,11 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+# The last parse of each settings file, in MC_HOME/cache (magi_code/cache.py).
+GLOBAL_PARSE = "settings.json"
+PROJECT_PARSE = "project-settings.json"
+
+
 class SettingsError(ConfigError):
     """Settings that cannot be used (a fixed phrase: the key at fault, never a value)."""
 
@@ -72,23 +78,61 @@ class Loaded:
         self.trusted, self.dropped = trusted, dropped
 
 
-def read_toml(path: str) -> dict[str, Any]:
+def read_toml(path: str, cache_file: str | None = None) -> dict[str, Any]:
+    """The file's tables ({} when there is no file). With `cache_file` (magi_code/cache.py),
+    a parse kept there for this very file (same path, inode, size, modification and change
+    times) is used instead of parsing again, and a new parse is kept once the file settled."""
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below, once tomllib is imported
+        handle = open(path, "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError:
         return {}
     except OSError as exc:
         raise SettingsError("unreadable settings file") from exc
-    import tomllib  # only when there is a file: it costs milliseconds at startup
-
     with handle:
-        try:
-            data = tomllib.load(handle)
-        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
-            raise SettingsError("unreadable settings file") from exc
+        key = _identity(path, handle.fileno()) if cache_file else None
+        if cache_file and key:
+            kept = cache.kept(cache_file, key)
+            if isinstance(kept, dict) and not too_deep(kept):
+                return kept
+        data = _parse(handle)
+    if cache_file and key and _settled(key):
+        cache.keep(cache_file, key, data)
+    return data
+
+
+def _parse(handle: BinaryIO) -> dict[str, Any]:
+    import tomllib  # only when a file must be parsed: it costs milliseconds at startup
+
+    try:
+        data = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise SettingsError("unreadable settings file") from exc
     if too_deep(data):
         raise SettingsError("settings nested too deeply")
     return data
+
+
+def _identity(path: str, fd: int) -> list[object] | None:
+    """What changes whenever the file's bytes may have: its path, device and inode, size,
+    and modification and change times (no program sets the latter)."""
+    from magi_code import __version__
+
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        return None
+    where = os.path.realpath(path)
+    times = [info.st_mtime_ns, info.st_ctime_ns]
+    return [__version__, where, info.st_dev, info.st_ino, info.st_size, *times]
+
+
+def _settled(key: list[object]) -> bool:
+    """Unchanged for SETTINGS_SETTLED_NS: a change within the timestamps' granularity after
+    this parse could otherwise leave the key as it is."""
+    import time
+
+    times = [t for t in key[-2:] if isinstance(t, int)]
+    return time.time_ns() - max(times) >= SETTINGS_SETTLED_NS
 
 
 def too_deep(value: object) -> bool:
@@ -119,19 +163,25 @@ def load(global_file: str, project_file: str) -> dict[str, Any]:
     return load_layers(global_file, project_file).settings
 
 
-def load_layers(global_file: str, project_file: str, *, may_trust: bool = True) -> Loaded:
+def load_layers(
+    global_file: str, project_file: str, *, may_trust: bool = True, cache_home: str | None = None
+) -> Loaded:
     """The merged settings; `project_file` is <workspace>/.magi-code/settings.toml, and the
     workspace's trust decides what of it applies. `may_trust` False (a subagent of an
-    untrusted parent) treats a trusted workspace as untrusted."""
+    untrusted parent) treats a trusted workspace as untrusted. With `cache_home` (MC_HOME)
+    the files' parses are cached there (`read_toml`)."""
     from magi_code.config import trust
 
-    global_settings = read_toml(global_file)
+    def cache_file(name: str) -> str | None:
+        return cache.named(cache_home, name) if cache_home is not None else None
+
+    global_settings = read_toml(global_file, cache_file(GLOBAL_PARSE))
     base = base_layers(global_settings)
     workspace = os.path.dirname(os.path.dirname(project_file))
     trusted = may_trust and trust.is_trusted(workspace, global_settings)
     # In the folder that holds MC_HOME (cwd = ~), the "project" file is the global one.
     is_global = os.path.realpath(project_file) == os.path.realpath(global_file)
-    raw = {} if is_global else read_toml(project_file)
+    raw = {} if is_global else read_toml(project_file, cache_file(PROJECT_PARSE))
     project, dropped = trust.admit_project(raw, base, trusted, project_file)
     settings = merge(base, project)
     validate(settings)

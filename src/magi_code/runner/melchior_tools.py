@@ -21,7 +21,6 @@ Rules:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -54,39 +53,22 @@ def describe(command: list[str], env: Mapping[str, str]) -> dict[str, Any] | Non
 
 def described(command: list[str], env: Mapping[str, str], home: str) -> dict[str, Any] | None:
     """The vocabulary from the cache when it was described by this melchior, else described
-    now and cached (best effort: a cache that cannot be written is only slower)."""
-    from magi_code import __version__
+    now and cached (magi_code/cache.py)."""
+    from magi_code import __version__, cache
 
     try:
         info = os.stat(command[0])
         key = [__version__, command, info.st_size, info.st_mtime_ns]
     except OSError:
         return describe(command, env)
-    path = os.path.join(home, "cache", VOCABULARY_CACHE)
-    try:
-        with open(path, "rb") as cached:
-            kept = json.load(cached)
-        if kept.get("key") == key and isinstance(kept.get("vocabulary"), dict):
-            return dict(kept["vocabulary"])
-    except (OSError, ValueError, AttributeError):
-        pass
+    path = cache.named(home, VOCABULARY_CACHE)
+    vocabulary = cache.kept(path, key)
+    if isinstance(vocabulary, dict):
+        return vocabulary
     vocabulary = describe(command, env)
     if vocabulary is not None:
-        _keep(path, {"key": key, "vocabulary": vocabulary})
+        cache.keep(path, key, vocabulary)
     return vocabulary
-
-
-def _keep(path: str, value: dict[str, Any]) -> None:
-    """Replace the cache file whole (0600), or leave it."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(value, out)
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
 
 
 @record

@@ -15,7 +15,6 @@ that say where each provider's credential may be sent.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -108,7 +107,20 @@ class Admitted:
 def context_id(cwd: str, roots: list[str]) -> str:
     """SHA-256 of the canonical cwd and canonical storage roots; reveals neither."""
     canonical = [os.path.realpath(cwd), *sorted(os.path.realpath(r) for r in roots)]
-    return hashlib.sha256(json.dumps(canonical).encode()).hexdigest()
+    return _sha256_hex(json.dumps(canonical).encode())
+
+
+def _sha256_hex(data: bytes) -> str:
+    """CPython's builtin SHA-256 (3.11: _sha256, 3.12+: _sha2): `hashlib` would load OpenSSL,
+    milliseconds on the way to the initialize result, for one short digest."""
+    for builtin in ("_sha256", "_sha2"):
+        try:
+            return str(__import__(builtin).sha256(data).hexdigest())
+        except ImportError:
+            continue
+    import hashlib  # a build without the builtin hashes
+
+    return hashlib.sha256(data).hexdigest()
 
 
 def safe_name(name: str | None) -> str | None:
@@ -139,7 +151,10 @@ def admit(
     subagent, may_trust = delegated(env)
     try:
         loaded = settings.load_layers(
-            where.settings, paths.project_settings(canonical_cwd), may_trust=may_trust
+            where.settings,
+            paths.project_settings(canonical_cwd),
+            may_trust=may_trust,
+            cache_home=where.home,
         )
         context = loader.load(
             where.home, canonical_cwd, loaded, agent=subagent or agent, subagent=bool(subagent)
