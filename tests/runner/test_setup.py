@@ -1,5 +1,7 @@
 """What a run is given: tools never see credentials from the environment."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 from magi_code.runner.setup import tool_env
@@ -54,3 +56,30 @@ def test_tool_env_drops_passwords_in_urls_and_every_named_key(tmp_path: Path) ->
         "HOMEPAGE": "https://example.com/a@b",
         "GIT_REMOTE": "ssh://git@github.com/o/r",
     }
+
+
+def test_the_hook_modules_load_only_when_hooks_are_configured(tmp_path: Path) -> None:
+    """A turn's parts without hooks leave the hook modules unimported (start-up CPU); with a
+    hook configured they hold it, parsed."""
+    code = (
+        "import sys\n"
+        "from magi_code.runner import setup, startup\n"
+        "parts = setup.TurnParts(startup.admit(sys.argv[1], {'MC_HOME': sys.argv[2]}))\n"
+        "hook_modules = ('magi_code.runner.hooks', 'magi_code.runner.hook_runs')\n"
+        "loaded = [m in sys.modules for m in hook_modules]\n"
+        "print(sorted(parts.hooks), *loaded)\n"
+    )
+    for name, settings, expected in [
+        ("plain", "", "[] False False"),
+        ("hooked", '[[hooks.session_start]]\ncommand = ["true"]\n', "['session_start'] True False"),
+    ]:
+        home = tmp_path / name
+        home.mkdir()
+        (home / "settings.toml").write_text(settings)
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path), str(home)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert done.stdout.strip() == expected

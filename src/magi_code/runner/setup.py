@@ -15,8 +15,6 @@ from magi_code.config.credentials import CredentialStore
 from magi_code.context.loader import Context, offers
 from magi_code.providers.base import Provider
 from magi_code.runner import compaction
-from magi_code.runner.hook_runs import HookRunner
-from magi_code.runner.hooks import parse as parse_hooks
 from magi_code.runner.startup import Admitted
 from magi_code.runner.turn import TurnSetup
 from magi_code.tools.approvals import ApprovalBroker
@@ -30,6 +28,8 @@ from magi_code.tools.skill import SkillTool
 
 if TYPE_CHECKING:
     from magi_code.runner.agents import SessionAgents
+    from magi_code.runner.hook_runs import HookRunner
+    from magi_code.runner.hooks import Hook
 
 Selection = tuple[str | None, str | None, str | None]  # provider, model, thinking
 SECRET_NAME_PARTS = ("API_KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
@@ -70,7 +70,7 @@ class TurnParts:
         self.tools, self.policy = context_tools(admitted.context, builtin_tools(), policy(admitted))
         self.env = tool_env(admitted)
         self.code_policy = code_mode_policy(admitted) if code_mode(admitted) else None
-        self.hooks = parse_hooks(admitted.settings.get("hooks"))
+        self.hooks = _hooks(admitted.settings.get("hooks"))
         self.providers: dict[str, Provider] = {}
         self._credentials: CredentialStore | None = None
 
@@ -145,9 +145,7 @@ def turn_setup(
         env=built.env,
         approvals=approvals,
         context_window=context_window(admitted.settings["providers"][provider_id]),
-        hooks=HookRunner(built.hooks, session_id, Path(admitted.cwd), built.env)
-        if built.hooks
-        else None,
+        hooks=_hook_runner(built.hooks, session_id, Path(admitted.cwd), built.env),
         code_policy=code_policy,
         host_io=host_io,
     )
@@ -190,3 +188,22 @@ def context_window(conf: dict[str, object]) -> int:
     if isinstance(window, int) and not isinstance(window, bool) and window > 0:
         return window
     return compaction.DEFAULT_CONTEXT_WINDOW
+
+
+def _hooks(table: object) -> "dict[str, tuple[Hook, ...]]":
+    """The configured hooks by event; the hook modules load only when there are some."""
+    if table is None:
+        return {}
+    from magi_code.runner.hooks import parse
+
+    return parse(table)
+
+
+def _hook_runner(
+    hooks: "dict[str, tuple[Hook, ...]]", session_id: str, cwd: Path, env: dict[str, str]
+) -> "HookRunner | None":
+    if not hooks:
+        return None
+    from magi_code.runner.hook_runs import HookRunner
+
+    return HookRunner(hooks, session_id, cwd, env)

@@ -23,7 +23,7 @@ import json
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing, suppress
 from pathlib import Path
-from typing import Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import anyio
 
@@ -62,7 +62,6 @@ from magi_code.runner.events import (
     RunEvent,
     RunFinished,
 )
-from magi_code.runner.hook_runs import Fired, HookRunner
 from magi_code.runner.text import encodable, split_utf8
 from magi_code.tools.approvals import ApprovalBroker, Asked
 from magi_code.tools.base import Access, Bridge, Tool, ToolContext, ToolInputError, ToolOutcome
@@ -70,6 +69,9 @@ from magi_code.tools.host_io import HostIO
 from magi_code.tools.limits import OUTPUT_BYTES
 from magi_code.tools.policy import Policy
 from magi_code.tools.summaries import clip_utf8, safe_summary
+
+if TYPE_CHECKING:
+    from magi_code.runner.hook_runs import Fired, HookRunner
 
 CHUNK_PERSIST_BYTES = limits.HISTORY_CHUNK_BYTES  # unpersisted text before a chunk record
 
@@ -142,7 +144,7 @@ class TurnSetup:
     env: Mapping[str, str]
     approvals: ApprovalBroker
     context_window: int = compaction.DEFAULT_CONTEXT_WINDOW
-    hooks: HookRunner | None = None  # None: no hook is configured
+    hooks: "HookRunner | None" = None  # None: no hook is configured (nor are they imported)
     code_policy: Policy | None = None  # Code Mode on: the policy of the calls a program makes
     host_io: HostIO | None = None  # the client's files and terminals (ACP), else local I/O
 
@@ -543,7 +545,7 @@ class Turn:
         *,
         on_block: dict[str, str] | None = None,
         **fields: object,
-    ) -> Fired | None:
+    ) -> "Fired | None":
         hooks = self.setup.hooks
         if hooks is None or not hooks.wants(event):
             return None
