@@ -327,7 +327,9 @@ def test_records_agree_with_dataclasses_on_the_same_declaration() -> None:
         assert dataclasses.astuple(dc) == tuple(asdict(rec).values())
 
 
-def test_making_a_record_compiles_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_record_compiles_its_init_once_on_its_first_instance(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     compiled: list[object] = []
     real_exec = builtins.exec
 
@@ -345,8 +347,13 @@ def test_making_a_record_compiles_once(monkeypatch: pytest.MonkeyPatch) -> None:
         _: KW_ONLY
         d: int = 2
 
-    assert len(compiled) == 1
+    assert compiled == [], "a class never instantiated costs no exec"
     assert Many(0) == Many(0, 1, [], d=2)
+    assert len(compiled) == 1
+    assert Many(5).a == 5 and Many.__init__.__qualname__.endswith(".Many.__init__")
+    assert len(compiled) == 1
+    with pytest.raises(TypeError):
+        Many()  # type: ignore[call-arg]
 
 
 def test_records_load_neither_dataclasses_nor_inspect() -> None:
