@@ -2,6 +2,7 @@
 
 import json
 import os
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,9 @@ def test_create_is_lazy_until_the_first_append(store: SessionStore, cwd: Path) -
         "thinking": "low",
     }
     assert second == {"session_id": attachment.session_id, **user("r1", "hello")}
+    created = datetime.fromisoformat(str(first["created_at"]))
+    assert created.utcoffset() == timedelta(0) and len(str(first["created_at"])) == 29
+    assert abs(datetime.now(UTC) - created) < timedelta(seconds=60)
     attachment.close()
 
 

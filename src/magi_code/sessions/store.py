@@ -16,9 +16,9 @@ content in errors, or hand one session to two owners. Append failures surface as
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -450,7 +450,7 @@ class Attachment:
             "session_id": self.session_id,
             "type": "session",
             "cwd": self.cwd,
-            "created_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "created_at": _utc_now(),
         }
         if self.selection is not None:
             header["selection"] = self.selection.to_record()
@@ -573,3 +573,11 @@ def _fsync_directory(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _utc_now() -> str:
+    """Now in UTC, ISO 8601 to the millisecond (`2026-12-01T11:26:47.315+00:00`, as
+    `datetime.isoformat` writes it), without importing `datetime` on a session's first step."""
+    ns = time.time_ns()
+    second = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 1_000_000_000))
+    return f"{second}.{ns // 1_000_000 % 1000:03d}+00:00"
