@@ -6,10 +6,10 @@ string per generated method and calls `inspect.signature` for its `__doc__`): 62
 about 35 ms of the path. A record class is made with one `exec` (its `__init__`; the other
 methods are shared functions or closures) in 0.06 to 0.1 ms (62 of them: about 6 ms), and this
 module imports neither `dataclasses` nor `inspect`. That `exec` waits for the class's first
-instance: the many classes a process defines but never makes (errors, rare events) cost none. A frozen record is built in about 0.55x
-the time of a frozen dataclass (a mutable one as fast); its `__eq__` and `__hash__` are about
-100 ns slower, its `__repr__` about 2x. It is declared with `typing.dataclass_transform`, so
-type checkers read it as a dataclass.
+instance: the many classes a process defines but never makes (errors, rare events) cost none.
+A frozen record is built in about 0.55x the time of a frozen dataclass (a mutable one as
+fast); its `__eq__` and `__hash__` are about 100 ns slower, its `__repr__` about 2x. It is
+declared with `typing.dataclass_transform`, so type checkers read it as a dataclass.
 
     @record                      # frozen
     class Point:
