@@ -8,7 +8,7 @@ from pathlib import Path
 
 from magi_code.client import environment
 
-HTTP = ("magi_code.providers.clients", "h11", "httpx2", "httpcore2")
+HTTP = ("magi_code.providers.clients", "magi_code.providers.http1", "h11", "httpx2", "httpcore2")
 HEAVY = ("textual", "mcp", *HTTP, "pydantic", "acp", "magi_code.acp")
 LOADED = (
     "import json, sys\n"

@@ -1,5 +1,5 @@
 """The HTTP stack is imported only when the first request is made, never by importing
-providers, and never httpx2 (the MCP SDK's HTTP stack, not the providers'); the
+providers, and never h11, httpx2 or httpcore2 (the MCP SDK's HTTP stack, not the providers'); the
 serve path to the `initialize` result with a real provider configured loads no more than the
 fixture path and the provider's own small modules; `melchior tool` stays as lean."""
 
@@ -32,14 +32,14 @@ MODULES = [
 ]
 
 
-# The providers' HTTP client and what it stands on; httpx2 and httpcore2 never on that path.
-HTTP_STACK = (
+# The providers' HTTP client and what it stands on; h11, httpx2 and httpcore2 (the MCP SDK's
+# HTTP stack) never on that path.
+CLIENT = (
     "magi_code.providers.clients",
     "magi_code.providers.connections",
-    "h11",
-    "httpx2",
-    "httpcore2",
+    "magi_code.providers.http1",
 )
+HTTP_STACK = (*CLIENT, "h11", "httpx2", "httpcore2")
 
 
 def test_no_http_stack_at_import() -> None:
@@ -53,11 +53,11 @@ def test_no_http_stack_at_import() -> None:
     assert done.stdout.strip() == "[]"
 
 
-def test_no_provider_module_imports_httpx2_or_httpcore2() -> None:
+def test_no_provider_module_imports_h11_httpx2_or_httpcore2() -> None:
     here = Path(magi_code.providers.__file__).parent
     offenders = []
     for path in sorted(here.glob("*.py")):
-        if top_level(path) & {"httpx2", "httpcore2"}:
+        if top_level(path) & {"h11", "httpx2", "httpcore2"}:
             offenders.append(path.name)
     assert offenders == []
 
@@ -162,9 +162,8 @@ def test_the_runtime_warms_after_initialize_without_a_request(tmp_path: Path) ->
     assert answer["result"]["status"]["readiness"] == "ready", answer
     assert WARMING in log
     loaded = imported(log)
-    client = {"magi_code.providers.clients", "magi_code.providers.connections", "h11"}
-    assert {"magi_code.sessions", "magi_code.runner.turn", "anyio", *client} <= loaded
-    assert not {"httpx2", "httpcore2"} & loaded, "the MCP SDK's HTTP stack is not the providers'"
+    assert {"magi_code.sessions", "magi_code.runner.turn", "anyio", *CLIENT} <= loaded
+    assert not {"h11", "httpx2", "httpcore2"} & loaded, "the MCP SDK's HTTP stack is not ours"
 
 
 @pytest.mark.parametrize("wire", ["openai-responses", "anthropic", "openai-chat"])

@@ -81,7 +81,7 @@ LOOP_MODULES = ("asyncio", "anyio.from_thread")
 TURN_MODULES = (
     "magi_code.runner.entry",
     "magi_code.tools.approvals",
-    "magi_code.providers.clients",  # with the connection pool and h11
+    "magi_code.providers.clients",  # with the connection pool and its HTTP/1.1 framing
 )
 
 

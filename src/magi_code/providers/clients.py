@@ -1,5 +1,5 @@
 """The HTTP/1.1 client of the provider layer: one request and its response over a pooled
-connection (`connections`), framed by h11.
+connection (`connections`), framed by `http1`.
 
 A request carries Host, User-Agent `magi-code/<version>`, `Accept-Encoding: identity` and,
 with a body (compact UTF-8 JSON, or a urlencoded form), its Content-Type and Content-Length;
@@ -25,11 +25,18 @@ from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import quote, urlencode, urlsplit
 
 import anyio
-import h11
 
 from magi_code import __version__
 from magi_code.providers import connections
 from magi_code.providers.connections import Connection, Origin
+from magi_code.providers.http1 import (
+    NEED_DATA,
+    Head,
+    Marker,
+    ProtocolError,
+    ResponseReader,
+    request_bytes,
+)
 
 if TYPE_CHECKING:
     from magi_code.providers.http import HttpPolicy
@@ -44,7 +51,7 @@ _IO_ERRORS = (
     anyio.EndOfStream,
     anyio.BrokenResourceError,
     anyio.ClosedResourceError,
-    h11.ProtocolError,
+    ProtocolError,
 )
 # Characters a request target keeps as they are; any other is percent-encoded.
 _TARGET_SAFE = "/?:@!$&'()*+,;=%~"
@@ -63,31 +70,28 @@ class Response:
     """A response's status and headers (names lower-cased); iterating it gives the body's
     bytes as they arrive, each wait bounded by the inactivity bound."""
 
-    def __init__(self, connection: Connection, head: h11.Response, inactivity_s: float) -> None:
-        self.status = head.status_code
-        self.headers = {n.decode("latin-1"): v.decode("latin-1") for n, v in head.headers}
-        self._connection, self._inactivity_s = connection, inactivity_s
-        self._ended = False
+    def __init__(
+        self, connection: Connection, reader: ResponseReader, head: Head, inactivity_s: float
+    ) -> None:
+        self.status = head.status
+        self.headers = dict(head.headers)
+        self._connection, self._reader, self._inactivity_s = connection, reader, inactivity_s
 
     def __aiter__(self) -> Response:
         return self
 
     async def __anext__(self) -> bytes:
-        if not self._ended:
-            try:
-                event = await _next_event(self._connection, self._inactivity_s)
-            except _IO_ERRORS as exc:
-                raise _failed("receiving the body", exc) from None
-            if isinstance(event, h11.Data):
-                return bytes(event.data)
-            self._ended = True  # EndOfMessage: nothing else follows a response's head
-        raise StopAsyncIteration
+        try:
+            event = await _next_event(self._connection, self._reader, self._inactivity_s)
+        except _IO_ERRORS as exc:
+            raise _failed("receiving the body", exc) from None
+        if isinstance(event, bytes):
+            return event
+        raise StopAsyncIteration  # END: the reader says so again if asked again
 
     async def aclose(self) -> None:
-        """Give the connection back if the exchange is over; else close it."""
-        protocol = self._connection.protocol
-        if protocol.our_state is h11.DONE and protocol.their_state is h11.DONE:
-            protocol.start_next_cycle()
+        """Give the connection back if it may carry another exchange; else close it."""
+        if self._reader.reusable:
             await connections.give_back(self._connection)
         else:
             await self._connection.aclose()
@@ -106,8 +110,8 @@ async def open_response(
     """Send one request and hold its response (status and headers read) until the block
     ends. Raises `InvalidURL` or `TransportError`."""
     try:
-        origin, request, body = _request(method, url, headers, json, form)
-        response = await _exchange(origin, request, body, policy)
+        origin, request = _request(method, url, headers, json, form)
+        response = await _exchange(origin, method, request, policy)
     except _IO_ERRORS as exc:
         raise _failed("the request", exc) from None
     try:
@@ -136,7 +140,8 @@ def _request(
     caller_headers: Mapping[str, str],
     json: Mapping[str, object] | None,
     form: Mapping[str, str] | None,
-) -> tuple[Origin, h11.Request, bytes]:
+) -> tuple[Origin, bytes]:
+    """The request's origin and bytes."""
     try:
         parts = urlsplit(url)
         scheme, host, port = parts.scheme, parts.hostname, parts.port
@@ -164,24 +169,18 @@ def _request(
     if json is not None or form is not None:
         fields["content-length"] = str(len(body))
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    request = h11.Request(
-        method=method,
-        target=quote(target, safe=_TARGET_SAFE),
-        headers=[(name.encode(), value.encode()) for name, value in fields.items()],
-    )
-    return Origin(scheme, host, port), request, body
+    request = request_bytes(method, quote(target, safe=_TARGET_SAFE), [*fields.items()], body)
+    return Origin(scheme, host, port), request
 
 
-async def _exchange(
-    origin: Origin, request: h11.Request, body: bytes, policy: HttpPolicy
-) -> Response:
+async def _exchange(origin: Origin, method: str, request: bytes, policy: HttpPolicy) -> Response:
     connection = await connections.take(origin, policy)
     try:
-        return await _round_trip(connection, request, body, policy)
+        return await _round_trip(connection, method, request, policy)
     except _IO_ERRORS as exc:
         if not _went_stale(connection, exc):
             raise
-    return await _round_trip(await connections.connect(origin, policy), request, body, policy)
+    return await _round_trip(await connections.connect(origin, policy), method, request, policy)
 
 
 def _went_stale(connection: Connection, exc: BaseException) -> bool:
@@ -191,40 +190,34 @@ def _went_stale(connection: Connection, exc: BaseException) -> bool:
 
 
 async def _round_trip(
-    connection: Connection, request: h11.Request, body: bytes, policy: HttpPolicy
+    connection: Connection, method: str, request: bytes, policy: HttpPolicy
 ) -> Response:
     """Send the request and read the response's head; any failure closes the connection."""
-    protocol = connection.protocol
     connection.received = 0
+    reader = ResponseReader(method)
     try:
-        data = protocol.send(request) or b""
-        if body:
-            data += protocol.send(h11.Data(data=body)) or b""
-        data += protocol.send(h11.EndOfMessage()) or b""
         with anyio.fail_after(policy.connect_s):
-            await connection.stream.send(data)
-        while True:
-            event = await _next_event(connection, policy.inactivity_s)
-            if isinstance(event, h11.Response):
-                return Response(connection, event, policy.inactivity_s)
-            if not isinstance(event, h11.InformationalResponse):  # 1xx: the real one follows
-                raise h11.RemoteProtocolError("no response")
+            await connection.stream.send(request)
+        head = await _next_event(connection, reader, policy.inactivity_s)
+        assert isinstance(head, Head)  # a reader's first event
+        return Response(connection, reader, head, policy.inactivity_s)
     except BaseException:
         await connection.aclose()
         raise
 
 
-async def _next_event(connection: Connection, inactivity_s: float) -> object:
-    """The next h11 event of the response, reading as needed, each wait bounded."""
-    protocol = connection.protocol
-    while (event := protocol.next_event()) is h11.NEED_DATA:
+async def _next_event(
+    connection: Connection, reader: ResponseReader, inactivity_s: float
+) -> Head | bytes | Marker:
+    """The reader's next event other than NEED_DATA, reading as needed, each wait bounded."""
+    while (event := reader.next_event()) is NEED_DATA:
         with anyio.fail_after(inactivity_s):
             try:
                 data = await connection.stream.receive()
             except anyio.EndOfStream:
                 data = b""
         connection.received += len(data)
-        protocol.receive_data(data)
+        reader.receive(data)
     return event
 
 

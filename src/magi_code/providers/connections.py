@@ -5,8 +5,8 @@ A connection belongs to one origin (scheme, host, port) and to the event loop th
 (its socket is that loop's): a request from another loop opens its own. An idle connection
 is kept up to the policy's keep-alive and reused most recent first; each origin keeps at most
 `IDLE_CONNECTIONS_PER_ORIGIN` idle, the one idle longest closing to make room. Whoever holds a
-connection gives it back only when its exchange is over and h11 has started the next cycle;
-anything else closes that connection, never the pool.
+connection gives it back only when its exchange is over and its response's reader says the
+connection may carry another (`http1`); anything else closes that connection, never the pool.
 
 The TLS context is built once, on the first https origin, with the trust roots httpx2 used
 (`httpx2.create_ssl_context(verify=True, trust_env=False)`: the platform's store through
@@ -24,9 +24,8 @@ import sys
 from typing import TYPE_CHECKING, NamedTuple
 
 import anyio
-import h11
 
-from magi_code.providers.limits import IDLE_CONNECTIONS_PER_ORIGIN, RESPONSE_HEAD_BYTES
+from magi_code.providers.limits import IDLE_CONNECTIONS_PER_ORIGIN
 
 if TYPE_CHECKING:
     import ssl
@@ -52,13 +51,12 @@ class Origin(NamedTuple):
 
 
 class Connection:
-    """One socket to an origin and the h11 state of its request/response cycle."""
+    """One socket to an origin, and what the pool and the client count of its exchanges."""
 
-    __slots__ = ("idle_since", "origin", "protocol", "received", "reused", "stream")
+    __slots__ = ("idle_since", "origin", "received", "reused", "stream")
 
     def __init__(self, origin: Origin, stream: ByteStream) -> None:
         self.origin, self.stream = origin, stream
-        self.protocol = h11.Connection(h11.CLIENT, max_incomplete_event_size=RESPONSE_HEAD_BYTES)
         self.reused = False  # it carried an earlier exchange
         self.received = 0  # bytes of the current exchange's response so far
         self.idle_since = 0.0
@@ -106,7 +104,8 @@ async def connect(origin: Origin, policy: HttpPolicy) -> Connection:
 
 
 async def give_back(connection: Connection) -> None:
-    """Keep `connection` for the next request to its origin; its cycle must be restarted."""
+    """Keep `connection` for the next request to its origin; its last exchange must be over,
+    nothing of it left unread."""
     key = (asyncio.get_running_loop(), connection.origin)
     idle = _idle.setdefault(key, [])
     if len(idle) >= IDLE_CONNECTIONS_PER_ORIGIN:

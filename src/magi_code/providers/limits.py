@@ -13,8 +13,12 @@ RETRY_MAX_DELAY_S = 30.0  # also caps a server's Retry-After
 # Connecting and sending a request (not the response stream, which has the inactivity bound).
 CONNECT_TIMEOUT_S = 30.0
 
-# A response's status line and headers while they are incomplete (httpcore2's allowance).
+# A response's head: its status line, header lines and the blank line that ends them, however
+# the bytes arrive (httpcore2's allowance). Each 1xx head skipped before it is bounded alike,
+# and so is a chunked body's trailer section (its lines and the blank line).
 RESPONSE_HEAD_BYTES = 100 * 1024
+# One line of a chunked body that gives a chunk's size (its extensions and line end included).
+CHUNK_LINE_BYTES = 4096
 
 # Discovery listings are control responses: bounded like error bodies.
 CATALOG_BODY_BYTES = 4 * 1024 * 1024
