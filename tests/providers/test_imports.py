@@ -39,7 +39,8 @@ CLIENT = (
     "magi_code.providers.connections",
     "magi_code.providers.http1",
 )
-HTTP_STACK = (*CLIENT, "h11", "httpx2", "httpcore2")
+HTTP2 = ("magi_code.providers.http2", "h2", "hpack", "hyperframe")  # for an origin taking h2
+HTTP_STACK = (*CLIENT, *HTTP2, "h11", "httpx2", "httpcore2")
 
 
 def test_no_http_stack_at_import() -> None:
@@ -157,12 +158,13 @@ def serve_imports_to_initialize(tmp: Path, wire: str) -> tuple[dict[str, object]
 
 def test_the_runtime_warms_after_initialize_without_a_request(tmp_path: Path) -> None:
     """The first session's and turn's modules load (and the event loop starts) on their own
-    once the initialize result is out, so session.create and turn.start find them ready."""
+    once the initialize result is out, so session.create and turn.start find them ready: for
+    an https provider, the HTTP/2 client with them."""
     answer, log = serve_import_log(tmp_path, "openai-responses", b"magi-code: warmed")
     assert answer["result"]["status"]["readiness"] == "ready", answer
     assert WARMING in log
     loaded = imported(log)
-    assert {"magi_code.sessions", "magi_code.runner.turn", "anyio", *CLIENT} <= loaded
+    assert {"magi_code.sessions", "magi_code.runner.turn", "anyio", *CLIENT, *HTTP2} <= loaded
     assert not {"h11", "httpx2", "httpcore2"} & loaded, "the MCP SDK's HTTP stack is not ours"
 
 

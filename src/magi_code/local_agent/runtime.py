@@ -202,7 +202,7 @@ class LocalRuntime:
             for name in SESSION_MODULES + LOOP_MODULES:
                 __import__(name)  # the C path: -X importtime logs it
             self.portal()
-            for name in (*TURN_MODULES, self._wire_module()):
+            for name in (*TURN_MODULES, *self._provider_modules()):
                 __import__(name)  # the C path: -X importtime logs it
             note("warmed")
         except Exception:  # noqa: BLE001 - warming is an optimisation, never a failure
@@ -210,11 +210,17 @@ class LocalRuntime:
         finally:
             sys.setswitchinterval(interval)
 
-    def _wire_module(self) -> str:
+    def _provider_modules(self) -> tuple[str, ...]:
+        """The provider's wire, and the HTTP/2 client too for an https origin (offered h2,
+        it most likely takes it)."""
         from magi_code.providers.registry import WIRES, wire_api
 
         provider = self.provider or ""
-        return WIRES[wire_api(provider, self.admitted.settings["providers"][provider])].module
+        conf = self.admitted.settings["providers"][provider]
+        wire = WIRES[wire_api(provider, conf)]
+        url = conf.get("base_url", wire.default_url)
+        https = isinstance(url, str) and url.startswith("https://")
+        return (wire.module, "magi_code.providers.http2") if https else (wire.module,)
 
     @property
     def store(self) -> SessionStore:

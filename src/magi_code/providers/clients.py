@@ -1,5 +1,5 @@
-"""The HTTP/1.1 client of the provider layer: one request and its response over a pooled
-connection (`connections`), framed by `http1`.
+"""The HTTP client of the provider layer: one request and its response over a pooled
+connection (`connections`), framed by `http1`, or by `http2` where an https origin took it.
 
 A request carries Host, User-Agent `magi-code/<version>`, `Accept-Encoding: identity` and,
 with a body (compact UTF-8 JSON, or a urlencoded form), its Content-Type and Content-Length;
@@ -10,10 +10,10 @@ response bytes by its `inactivity_s`. A reused connection that fails before any 
 response came (the server closed it while it was idle) is retried once on a new connection.
 
 A response read to its end gives its connection back to the pool; closed sooner (abandoned,
-failed, cancelled), it closes its connection. Failures are `TransportError` (connecting, TLS,
-I/O, timeouts, HTTP framing) and `InvalidURL`, whose messages name the failed step and the
-cause's class, never a URL, a header value or a body. `close_clients` and `closing` close the
-pool's idle connections at shutdown.
+failed, cancelled), it closes its HTTP/1.1 connection, or resets its HTTP/2 stream. Failures
+are `TransportError` (connecting, TLS, I/O, timeouts, HTTP framing) and `InvalidURL`, whose
+messages name the failed step and the cause's class, never a URL, a header value or a body.
+`close_clients` and `closing` close the pool's connections at shutdown.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Mapping
 from contextlib import asynccontextmanager
 from json import dumps as json_dumps
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 from urllib.parse import quote, urlencode, urlsplit
 
 import anyio
@@ -39,7 +39,12 @@ from magi_code.providers.http1 import (
 )
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from magi_code.providers.http import HttpPolicy
+    from magi_code.providers.http2 import Http2Connection, Http2Response
+
+    Response: TypeAlias = "Http1Response | Http2Response"
 
 T = TypeVar("T")
 USER_AGENT = f"magi-code/{__version__}"
@@ -66,7 +71,7 @@ class InvalidURL(Exception):
     """A URL that names no http or https origin (no host, a bad port, another scheme)."""
 
 
-class Response:
+class Http1Response:
     """A response's status and headers (names lower-cased); iterating it gives the body's
     bytes as they arrive, each wait bounded by the inactivity bound."""
 
@@ -77,7 +82,7 @@ class Response:
         self.headers = dict(head.headers)
         self._connection, self._reader, self._inactivity_s = connection, reader, inactivity_s
 
-    def __aiter__(self) -> Response:
+    def __aiter__(self) -> Http1Response:
         return self
 
     async def __anext__(self) -> bytes:
@@ -110,8 +115,8 @@ async def open_response(
     """Send one request and hold its response (status and headers read) until the block
     ends. Raises `InvalidURL` or `TransportError`."""
     try:
-        origin, request = _request(method, url, headers, json, form)
-        response = await _exchange(origin, method, request, policy)
+        request = _request(method, url, headers, json, form)
+        response = await _exchange(request, policy)
     except _IO_ERRORS as exc:
         raise _failed("the request", exc) from None
     try:
@@ -130,8 +135,18 @@ async def closing(work: Awaitable[T]) -> T:
 
 
 async def close_clients() -> None:
-    """Close the running loop's idle connections (shutdown); a later request opens anew."""
+    """Close the running loop's idle and HTTP/2 connections (shutdown); a later request
+    opens anew."""
     await connections.close_idle()
+
+
+class _Request(NamedTuple):
+    origin: Origin
+    method: str
+    target: str
+    fields: list[tuple[str, str]]  # names lower-cased, Host first
+    body: bytes
+    http1: bytes  # the whole request as HTTP/1.1 sends it
 
 
 def _request(
@@ -140,8 +155,8 @@ def _request(
     caller_headers: Mapping[str, str],
     json: Mapping[str, object] | None,
     form: Mapping[str, str] | None,
-) -> tuple[Origin, bytes]:
-    """The request's origin and bytes."""
+) -> _Request:
+    """The request's origin and parts. Raises `ProtocolError` for what no framing sends."""
     try:
         parts = urlsplit(url)
         scheme, host, port = parts.scheme, parts.hostname, parts.port
@@ -168,39 +183,51 @@ def _request(
     fields["accept-encoding"] = "identity"  # a body is never decoded
     if json is not None or form is not None:
         fields["content-length"] = str(len(body))
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    request = request_bytes(method, quote(target, safe=_TARGET_SAFE), [*fields.items()], body)
-    return Origin(scheme, host, port), request
+    target = quote(
+        (parts.path or "/") + (f"?{parts.query}" if parts.query else ""), safe=_TARGET_SAFE
+    )
+    headers = [*fields.items()]
+    framed = request_bytes(method, target, headers, body)  # refuses what would break framing
+    return _Request(Origin(scheme, host, port), method, target, headers, body, framed)
 
 
-async def _exchange(origin: Origin, method: str, request: bytes, policy: HttpPolicy) -> Response:
-    connection = await connections.take(origin, policy)
+async def _exchange(request: _Request, policy: HttpPolicy) -> Response:
+    connection = await connections.take(request.origin, policy)
     try:
-        return await _round_trip(connection, method, request, policy)
+        return await _round_trip(connection, request, policy)
     except _IO_ERRORS as exc:
         if not _went_stale(connection, exc):
             raise
-    return await _round_trip(await connections.connect(origin, policy), method, request, policy)
+    return await _round_trip(await connections.connect(request.origin, policy), request, policy)
 
 
-def _went_stale(connection: Connection, exc: BaseException) -> bool:
+def _went_stale(connection: Connection | Http2Connection, exc: BaseException) -> bool:
     """A reused connection that failed before any byte of its response came was, most
     likely, closed by the server while idle: the request is worth one new connection."""
+    if isinstance(exc, connections.Unprocessed):
+        return True
+    if not isinstance(connection, Connection):
+        return False  # HTTP/2 says which of its requests went unprocessed
     return connection.reused and connection.received == 0 and not isinstance(exc, TimeoutError)
 
 
 async def _round_trip(
-    connection: Connection, method: str, request: bytes, policy: HttpPolicy
+    connection: Connection | Http2Connection, request: _Request, policy: HttpPolicy
 ) -> Response:
-    """Send the request and read the response's head; any failure closes the connection."""
+    """Send the request and read the response's head; any failure closes an HTTP/1.1
+    connection (an HTTP/2 one resets the request's stream)."""
+    if not isinstance(connection, Connection):
+        return await connection.request(
+            request.method, request.target, request.fields, request.body, policy
+        )
     connection.received = 0
-    reader = ResponseReader(method)
+    reader = ResponseReader(request.method)
     try:
         with anyio.fail_after(policy.connect_s):
-            await connection.stream.send(request)
+            await connection.stream.send(request.http1)
         head = await _next_event(connection, reader, policy.inactivity_s)
         assert isinstance(head, Head)  # a reader's first event
-        return Response(connection, reader, head, policy.inactivity_s)
+        return Http1Response(connection, reader, head, policy.inactivity_s)
     except BaseException:
         await connection.aclose()
         raise

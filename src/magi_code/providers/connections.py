@@ -1,12 +1,16 @@
-"""The pool of HTTP/1.1 connections to provider origins: opened on demand, kept idle for the
-next request of this turn or the next, closed at shutdown.
+"""The pool of connections to provider origins: opened on demand, kept idle for the next
+request of this turn or the next, closed at shutdown.
 
 A connection belongs to one origin (scheme, host, port) and to the event loop that opened it
-(its socket is that loop's): a request from another loop opens its own. An idle connection
-is kept up to the policy's keep-alive and reused most recent first; each origin keeps at most
-`IDLE_CONNECTIONS_PER_ORIGIN` idle, the one idle longest closing to make room. Whoever holds a
-connection gives it back only when its exchange is over and its response's reader says the
-connection may carry another (`http1`); anything else closes that connection, never the pool.
+(its socket is that loop's): a request from another loop opens its own. An https origin is
+offered HTTP/2 and HTTP/1.1 (ALPN); one that takes `h2` gets one shared connection
+(`http2`) that every request of the loop multiplexes on, while it has room for another
+stream, and that is closed once idle past the keep-alive. An HTTP/1.1 connection carries one
+exchange at a time: an idle one is kept up to the policy's keep-alive and reused most recent
+first; each origin keeps at most `IDLE_CONNECTIONS_PER_ORIGIN` idle, the one idle longest
+closing to make room. Whoever holds one gives it back only when its exchange is over and its
+response's reader says the connection may carry another (`http1`); anything else closes that
+connection, never the pool.
 
 The TLS context is built once, on the first https origin, with the trust roots httpx2 used
 (`httpx2.create_ssl_context(verify=True, trust_env=False)`: the platform's store through
@@ -33,6 +37,7 @@ if TYPE_CHECKING:
     from anyio.abc import ByteStream
 
     from magi_code.providers.http import HttpPolicy
+    from magi_code.providers.http2 import Http2Connection
 
 # Where truststore looks on Linux when OpenSSL's compiled-in paths hold no certificate.
 CA_FILE_CANDIDATES = (
@@ -50,8 +55,14 @@ class Origin(NamedTuple):
     port: int
 
 
+class Unprocessed(ConnectionError):
+    """The peer closed a connection before taking up the request on it: the request is
+    worth one new connection."""
+
+
 class Connection:
-    """One socket to an origin, and what the pool and the client count of its exchanges."""
+    """One HTTP/1.1 socket to an origin, and what the pool and the client count of its
+    exchanges."""
 
     __slots__ = ("idle_since", "origin", "received", "reused", "stream")
 
@@ -68,13 +79,26 @@ class Connection:
 
 _Key = tuple[asyncio.AbstractEventLoop, Origin]
 _idle: dict[_Key, list[Connection]] = {}  # oldest first
+_shared: dict[_Key, list[Http2Connection]] = {}  # oldest first
 _system_tls: ssl.SSLContext | None = None
 
 
-async def take(origin: Origin, policy: HttpPolicy) -> Connection:
-    """The origin's most recently idle connection in this loop if it is within the policy's
-    keep-alive, else a new one (idle ones past the keep-alive close)."""
-    idle = _idle.get((asyncio.get_running_loop(), origin))
+async def take(origin: Origin, policy: HttpPolicy) -> Connection | Http2Connection:
+    """The origin's HTTP/2 connection in this loop if one has room (idle ones past the
+    keep-alive, or spent, close); else its most recently idle HTTP/1.1 connection if within
+    the keep-alive (idle ones past it close); else a new connection."""
+    key = (asyncio.get_running_loop(), origin)
+    now, shared = anyio.current_time(), _shared.get(key, [])
+    for spent in [
+        c for c in shared if c.idle and (not c.usable or now - c.idle_since > policy.keepalive_s)
+    ]:
+        shared.remove(spent)
+        await spent.aclose()
+    for multiplexed in shared:
+        if multiplexed.usable:
+            multiplexed.reused = True
+            return multiplexed
+    idle = _idle.get(key)
     if idle:
         newest = idle.pop()
         if anyio.current_time() - newest.idle_since <= policy.keepalive_s:
@@ -87,8 +111,9 @@ async def take(origin: Origin, policy: HttpPolicy) -> Connection:
     return await connect(origin, policy)
 
 
-async def connect(origin: Origin, policy: HttpPolicy) -> Connection:
-    """A new connection to `origin`, within the policy's `connect_s`."""
+async def connect(origin: Origin, policy: HttpPolicy) -> Connection | Http2Connection:
+    """A new connection to `origin`, within the policy's `connect_s`: HTTP/2 if the origin
+    took it (and then the loop's shared one), else HTTP/1.1."""
     with anyio.fail_after(policy.connect_s):
         if origin.scheme == "https":
             stream: ByteStream = await anyio.connect_tcp(
@@ -100,6 +125,12 @@ async def connect(origin: Origin, policy: HttpPolicy) -> Connection:
             )
         else:
             stream = await anyio.connect_tcp(origin.host, origin.port)
+    if origin.scheme == "https" and _negotiated(stream) == "h2":
+        from magi_code.providers.http2 import Http2Connection  # h2 loads with its first use
+
+        shared = Http2Connection(origin, stream)
+        _shared.setdefault((asyncio.get_running_loop(), origin), []).append(shared)
+        return shared
     return Connection(origin, stream)
 
 
@@ -115,7 +146,8 @@ async def give_back(connection: Connection) -> None:
 
 
 async def close_idle() -> None:
-    """Close the running loop's idle connections and forget those of closed loops."""
+    """Close the running loop's idle connections and HTTP/2 connections, and forget those of
+    closed loops."""
     loop = asyncio.get_running_loop()
     for key in list(_idle):
         owner = key[0]
@@ -124,13 +156,27 @@ async def close_idle() -> None:
             if owner is loop:
                 for connection in held:
                     await connection.aclose()
+    for key in list(_shared):
+        owner = key[0]
+        if owner is loop or owner.is_closed():
+            for shared in _shared.pop(key):
+                if owner is loop:
+                    await shared.aclose()
+
+
+def _negotiated(stream: ByteStream) -> str | None:
+    """The protocol the TLS handshake settled on (ALPN), if any."""
+    from anyio.streams.tls import TLSAttribute
+
+    protocol: str | None = stream.extra(TLSAttribute.alpn_protocol, None)
+    return protocol
 
 
 def _tls_context() -> ssl.SSLContext:
     global _system_tls
     if _system_tls is None:
         _system_tls = _system_trust()
-        _system_tls.set_alpn_protocols(["http/1.1"])
+        _system_tls.set_alpn_protocols(["h2", "http/1.1"])
     return _system_tls
 
 

@@ -43,3 +43,6 @@ STREAM_DRAIN_BYTES = 64 * 1024
 # and how many idle connections one origin keeps (more close the one idle longest).
 KEEPALIVE_S = 30.0
 IDLE_CONNECTIONS_PER_ORIGIN = 8
+# Closing an HTTP/2 connection: how long its GOAWAY may take to go out before the socket
+# closes without it.
+GOODBYE_S = 1.0
