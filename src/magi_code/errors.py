@@ -45,7 +45,8 @@ the ones the specs publish, so moving a class in this tree never changes what go
 Uncoded, and caught where they are raised (control flow or a transport's own condition,
 never a failure a wire reports by code): providers: http._Failed (wraps a ProviderError),
 clients.TransportError and clients.InvalidURL (http.py reads them as transport_failed and
-refused), http1.ProtocolError (clients reads it as a TransportError);
+refused), http1.ProtocolError (clients reads it as a TransportError), connections.Unprocessed
+(a ConnectionError: the request is worth one new connection);
 tools: NotRegularFile (an OSError), code_child.ToolError (what a Code Mode program catches);
 mcp: LoginFailed, LoginRequired, CommandError (a line and an exit status); local_agent:
 OversizeFrame, UnencodableFrame, OutputFailed, ChannelFull; runner.turn: OutputUnavailable;

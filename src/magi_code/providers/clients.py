@@ -18,7 +18,7 @@ messages name the failed step and the cause's class, never a URL, a header value
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from json import dumps as json_dumps
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
@@ -192,13 +192,29 @@ def _request(
 
 
 async def _exchange(request: _Request, policy: HttpPolicy) -> Response:
-    connection = await connections.take(request.origin, policy)
+    connection = await _connection(connections.take, request.origin, policy)
     try:
         return await _round_trip(connection, request, policy)
     except _IO_ERRORS as exc:
         if not _went_stale(connection, exc):
             raise
-    return await _round_trip(await connections.connect(request.origin, policy), request, policy)
+    fresh = await _connection(connections.connect, request.origin, policy)
+    return await _round_trip(fresh, request, policy)
+
+
+async def _connection(
+    get: Callable[[Origin, HttpPolicy], Awaitable[Connection | Http2Connection]],
+    origin: Origin,
+    policy: HttpPolicy,
+) -> Connection | Http2Connection:
+    """A connection from `get` (the pool's `take` or `connect`); a new one that took h2 is
+    framed by `http2` and shared from then on."""
+    connection = await get(origin, policy)
+    if isinstance(connection, Connection) and connection.protocol == "h2":
+        from magi_code.providers.http2 import Http2Connection  # h2 loads with its first use
+
+        return connections.share(Http2Connection(origin, connection.stream))
+    return connection
 
 
 def _went_stale(connection: Connection | Http2Connection, exc: BaseException) -> bool:

@@ -64,10 +64,10 @@ class Connection:
     """One HTTP/1.1 socket to an origin, and what the pool and the client count of its
     exchanges."""
 
-    __slots__ = ("idle_since", "origin", "received", "reused", "stream")
+    __slots__ = ("idle_since", "origin", "protocol", "received", "reused", "stream")
 
-    def __init__(self, origin: Origin, stream: ByteStream) -> None:
-        self.origin, self.stream = origin, stream
+    def __init__(self, origin: Origin, stream: ByteStream, protocol: str = "http/1.1") -> None:
+        self.origin, self.stream, self.protocol = origin, stream, protocol
         self.reused = False  # it carried an earlier exchange
         self.received = 0  # bytes of the current exchange's response so far
         self.idle_since = 0.0
@@ -111,9 +111,9 @@ async def take(origin: Origin, policy: HttpPolicy) -> Connection | Http2Connecti
     return await connect(origin, policy)
 
 
-async def connect(origin: Origin, policy: HttpPolicy) -> Connection | Http2Connection:
-    """A new connection to `origin`, within the policy's `connect_s`: HTTP/2 if the origin
-    took it (and then the loop's shared one), else HTTP/1.1."""
+async def connect(origin: Origin, policy: HttpPolicy) -> Connection:
+    """A new connection to `origin`, within the policy's `connect_s`; its `protocol` is what
+    the origin took: "h2" (for the client to frame with `http2` and `share`) or "http/1.1"."""
     with anyio.fail_after(policy.connect_s):
         if origin.scheme == "https":
             stream: ByteStream = await anyio.connect_tcp(
@@ -125,13 +125,14 @@ async def connect(origin: Origin, policy: HttpPolicy) -> Connection | Http2Conne
             )
         else:
             stream = await anyio.connect_tcp(origin.host, origin.port)
-    if origin.scheme == "https" and _negotiated(stream) == "h2":
-        from magi_code.providers.http2 import Http2Connection  # h2 loads with its first use
+    protocol = _negotiated(stream) if origin.scheme == "https" else None
+    return Connection(origin, stream, protocol or "http/1.1")
 
-        shared = Http2Connection(origin, stream)
-        _shared.setdefault((asyncio.get_running_loop(), origin), []).append(shared)
-        return shared
-    return Connection(origin, stream)
+
+def share(multiplexed: Http2Connection) -> Http2Connection:
+    """Keep an HTTP/2 connection for every request of this loop to its origin."""
+    _shared.setdefault((asyncio.get_running_loop(), multiplexed.origin), []).append(multiplexed)
+    return multiplexed
 
 
 async def give_back(connection: Connection) -> None:
