@@ -16,6 +16,7 @@ from magi_code.client import ErrorResponse, Event, LocalAgentClient, environment
 from magi_code.mcp.definitions import canonical_digest
 from magi_code.mcp.errors import McpUnavailable
 from magi_code.mcp.manager import McpManager
+from magi_code.mcp.tool import mcp_tools
 from magi_code.tools.base import ToolContext, ToolOutcome
 
 
@@ -95,7 +96,7 @@ def test_a_server_killed_mid_call_fails_that_call_and_the_run_goes_on(
 
 
 def call(manager: McpManager, name: str, arguments: str) -> ToolOutcome:
-    tool = manager.tools()[name]
+    tool = mcp_tools(manager)[name]
 
     async def go() -> ToolOutcome:
         return await tool.run(tool.parse(arguments), ToolContext(Path("."), {}))
@@ -112,13 +113,13 @@ def start(definition: dict[str, Any], **kwargs: Any) -> McpManager:
 def test_a_new_tool_list_is_picked_up_and_sampling_is_refused(http_server: HttpServer) -> None:
     manager = start({"url": http_server.url, "enabled": True})
     try:
-        assert "mcp__web__extra" not in manager.tools()
+        assert "mcp__web__extra" not in mcp_tools(manager)
         assert call(manager, "mcp__web__sample", "{}").output == "refused: MCPError"
         assert call(manager, "mcp__web__grow", "{}").ok
         # The announcement travels on the session's GET stream, not with the call's answer:
         # a later turn sees the new list once it has arrived (a turn never lists it itself).
         deadline = time.monotonic() + 5
-        while "mcp__web__extra" not in manager.tools():
+        while "mcp__web__extra" not in mcp_tools(manager):
             assert time.monotonic() < deadline, "the new tool list was not picked up"
             time.sleep(0.02)
         assert call(manager, "mcp__web__extra", "{}").output == "extra"

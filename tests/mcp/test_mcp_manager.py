@@ -14,6 +14,7 @@ from magi_code.mcp.definitions import canonical_digest
 from magi_code.mcp.errors import McpCancelled, McpUnavailable
 from magi_code.mcp.limits import CLOSE_S, STDIN_GRACE_S, TERM_GRACE_S
 from magi_code.mcp.manager import McpManager
+from magi_code.mcp.tool import mcp_tools
 from magi_code.tools.base import ToolContext, ToolInputError, ToolOutcome
 from magi_code.tools.limits import ARGUMENTS_BYTES
 from magi_code.tools.policy import Policy
@@ -41,7 +42,7 @@ def started(server_def: MakeDef) -> Iterator[McpManager]:
 
 def call(manager: McpManager, name: str, arguments: str, tmp: Path) -> ToolOutcome:
     """One call through the Tool adapter, from an event loop of the test's own."""
-    tool = manager.tools()[name]
+    tool = mcp_tools(manager)[name]
 
     async def go() -> ToolOutcome:
         return await tool.run(tool.parse(arguments), ToolContext(tmp, {}))
@@ -58,12 +59,12 @@ def test_unapproved_server_fails_before_anything_starts(server_def: MakeDef) -> 
 
 def test_no_enabled_server_starts_nothing(server_def: MakeDef) -> None:
     manager = McpManager.start({"echo": {**server_def("ok"), "enabled": False}}, approved=[])
-    assert manager.tools() == {} and manager.portal is None
+    assert mcp_tools(manager) == {} and manager.portal is None
     manager.close()
 
 
 def test_approved_server_connects_and_lists_tools(started: McpManager) -> None:
-    tools = started.tools()
+    tools = mcp_tools(started)
     assert set(tools) == {f"mcp__echo__{t}" for t in ("echo", "fail", "nap", "die")}
     echo = tools["mcp__echo__echo"]
     assert echo.description == "Return the text."
@@ -87,7 +88,7 @@ def test_error_result_is_not_ok_and_summary_carries_no_payload(
 
 
 def test_calls_ask_by_default(started: McpManager, tmp_path: Path) -> None:
-    tool = started.tools()["mcp__echo__echo"]
+    tool = mcp_tools(started)["mcp__echo__echo"]
     ctx = ToolContext(tmp_path, {})
     access = tool.access(tool.parse('{"text": "x"}'), ctx)
     assert Policy().decide(tool.name, access, tmp_path) == "ask"
@@ -100,7 +101,7 @@ def test_calls_ask_by_default(started: McpManager, tmp_path: Path) -> None:
 def test_cancelled_call_is_cancelled_and_the_connection_stays_usable(
     started: McpManager, tmp_path: Path
 ) -> None:
-    nap = started.tools()["mcp__echo__nap"]
+    nap = mcp_tools(started)["mcp__echo__nap"]
 
     async def go() -> float:
         began = time.monotonic()
@@ -125,7 +126,7 @@ def test_server_dying_mid_call_fails_the_call_not_the_caller(
 
 
 def test_arguments_must_be_one_json_object(started: McpManager) -> None:
-    tool = started.tools()["mcp__echo__echo"]
+    tool = mcp_tools(started)["mcp__echo__echo"]
     assert tool.parse('{"text": "x"}').arguments == {"text": "x"}
     for bad, code in [
         ("[1]", "invalid_arguments"),
@@ -194,6 +195,6 @@ def test_close_ends_every_server_even_one_ignoring_shutdown(server_def: MakeDef)
     assert time.monotonic() - began < timeout + 0.5
     for pid in pids:
         assert gone_within(pid, 2.0)
-    assert manager.tools()["mcp__a__echo"] is not None  # listing survives; calls now fail
+    assert mcp_tools(manager)["mcp__a__echo"] is not None  # listing survives; calls now fail
     result = call(manager, "mcp__a__echo", '{"text": "x"}', Path("."))
     assert not result.ok

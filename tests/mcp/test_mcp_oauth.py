@@ -17,6 +17,7 @@ from mcp_harness import HttpServer
 
 from magi_code.client import ErrorResponse, LocalAgentClient, environment
 from magi_code.mcp.limits import CALLBACK_BYTES
+from magi_code.mcp.tool import mcp_tools
 from magi_code.runner.startup import StartupError, admit
 
 NAME = "web"
@@ -109,7 +110,7 @@ def test_startup_refreshes_an_expired_token_without_a_prompt(
     before = len(oauth_server.requests())
     admitted = admit(str(home.parent), environment(home))
     try:
-        assert admitted.mcp is not None and "mcp__web__echo" in admitted.mcp.tools()
+        assert admitted.mcp is not None and "mcp__web__echo" in mcp_tools(admitted.mcp)
     finally:
         admitted.mcp.close()
     since = oauth_server.requests()[before:]

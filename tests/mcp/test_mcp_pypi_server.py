@@ -9,6 +9,7 @@ import anyio
 
 from magi_code.mcp.definitions import canonical_digest
 from magi_code.mcp.manager import McpManager
+from magi_code.mcp.tool import mcp_tools
 from magi_code.tools.base import ToolContext, ToolOutcome
 
 SERVER = shutil.which("mcp-server-time", path=str(Path(sys.executable).parent))
@@ -21,7 +22,7 @@ def test_mcp_server_time_lists_and_answers_over_stdio() -> None:
         {"time": definition}, approved=[canonical_digest("time", definition)]
     )
     try:
-        tools = manager.tools()
+        tools = mcp_tools(manager)
         assert {"mcp__time__get_current_time", "mcp__time__convert_time"} <= set(tools)
         tool = tools["mcp__time__get_current_time"]
 

@@ -14,12 +14,14 @@ Rules:
   session gets its DELETE, a process its closed stdin) under a deadline of `timeout`; one still
   connecting is cancelled. It waits at most `timeout`, then SIGKILLs what is left.
 - `notifications/tools/list_changed` re-lists that server's tools in the background; the next
-  `tools()` (the next turn) waits briefly for a re-list in flight. Server-initiated sampling,
-  elicitation and roots requests are refused (the SDK's defaults; no capability is declared).
+  `listed()` (the next turn's tools, `tool.mcp_tools`) waits briefly for a re-list in flight.
+  Server-initiated sampling, elicitation and roots requests are refused (the SDK's defaults;
+  no capability is declared).
 - The SDK logs server text (error bodies, a token endpoint's answer): its loggers end here,
   never on stderr, which `serve --stdio` keeps free of diagnostics.
-- Tool calls are tasks of the manager's loop too; a caller on another loop awaits them through
-  a future it cancels on its own cancellation (see `tool.McpTool.run`).
+- Tool calls are tasks of the manager's loop too, giving the server's raw result; a caller on
+  another loop awaits them through a future it cancels on its own cancellation, and makes the
+  model's view of the result (`tool.McpTool.run`). The manager knows nothing of tools.
 """
 
 import concurrent.futures
@@ -54,7 +56,6 @@ from magi_code.mcp.limits import (
     TOOLS_PER_SERVER,
 )
 from magi_code.mcp.transport import open_stdio
-from magi_code.tools.base import Tool, ToolOutcome
 
 CLIENT_INFO = mcp_types.Implementation(name="magi-code", version="0.1.0")
 # What a server inherits from our environment, besides its own `env` table: never credentials.
@@ -143,16 +144,14 @@ class McpManager:
             raise
         return manager
 
-    def tools(self) -> dict[str, Tool[Any]]:
-        from magi_code.mcp.tool import McpTool
-
-        out: dict[str, Tool[Any]] = {}
+    def listed(self) -> list[tuple[str, mcp_types.Tool]]:
+        """Each server's tools as last listed (server name, tool), waiting briefly for a
+        re-list in flight."""
+        out = []
         for name, connection in self.connections.items():
             if connection.ready.is_set() and not connection.done.is_set():
                 connection.listed.wait(RELIST_WAIT_S)
-            for listed in connection.tools:
-                tool = McpTool(self, name, listed)
-                out.setdefault(tool.name, tool)
+            out += [(name, listed) for listed in connection.tools]
         return out
 
     def pids(self) -> list[int]:
@@ -181,8 +180,9 @@ class McpManager:
 
     def submit(
         self, server: str, tool: str, arguments: dict[str, Any]
-    ) -> "concurrent.futures.Future[ToolOutcome]":
-        """Start one tools/call on the manager's loop. RuntimeError once the manager is closed."""
+    ) -> "concurrent.futures.Future[mcp_types.CallToolResult | None]":
+        """Start one tools/call on the manager's loop; its result, or None for none (an error,
+        the timeout, the session gone). RuntimeError once the manager is closed."""
         portal = self.portal
         if portal is None:
             raise RuntimeError("closed")
@@ -290,18 +290,14 @@ class McpManager:
 
     async def _call(
         self, connection: Connection, tool: str, arguments: dict[str, Any]
-    ) -> ToolOutcome:
-        from magi_code.mcp.tool import outcome
-
-        label = f"{connection.server.name}.{tool}"
+    ) -> mcp_types.CallToolResult | None:
         session = connection.session
         if session is None:
-            return outcome(label, None)
+            return None
         try:
-            result = await session.call_tool(tool, arguments, read_timeout_seconds=CALL_TIMEOUT_S)
+            return await session.call_tool(tool, arguments, read_timeout_seconds=CALL_TIMEOUT_S)
         except _CALL_ERRORS:
-            return outcome(label, None)
-        return outcome(label, result)
+            return None
 
 
 async def list_tools(session: ClientSession) -> list[mcp_types.Tool]:

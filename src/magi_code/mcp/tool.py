@@ -1,4 +1,5 @@
-"""McpTool: one tool of a connected MCP server, as a magi_code Tool.
+"""McpTool: one tool of a connected MCP server, as a magi_code Tool; `mcp_tools`, the
+manager's servers' tools as they are now.
 
 Rules:
 - Named `mcp__<server>__<tool>` (see `names`); description and input schema come from the
@@ -8,8 +9,9 @@ Rules:
   default, since an MCP server can do anything its process can. `command` stays None, so shell
   command patterns never match an MCP call; rules name these tools by `tool`.
 - Summaries name the server and tool, never arguments or results.
-- The call runs on the manager's loop; `run` awaits it from the caller's loop through a
-  worker thread, and cancels it there when the caller is cancelled.
+- The call runs on the manager's loop; `run` awaits its raw result from the caller's loop
+  through a worker thread, cancels it there when the caller is cancelled, and gives the
+  model's view of it (`outcome`).
 """
 
 import concurrent.futures
@@ -23,11 +25,20 @@ from magi_code.mcp.limits import DESCRIPTION_CHARS
 from magi_code.mcp.names import tool_name
 from magi_code.records import record
 from magi_code.tools.args import load_any_object
-from magi_code.tools.base import Access, ToolContext, ToolOutcome
+from magi_code.tools.base import Access, Tool, ToolContext, ToolOutcome
 from magi_code.tools.summaries import safe_summary
 
 if TYPE_CHECKING:
     from magi_code.mcp.manager import McpManager
+
+
+def mcp_tools(manager: "McpManager") -> dict[str, Tool[Any]]:
+    """Every listed tool of the manager's servers, by its name (the first of a name kept)."""
+    out: dict[str, Tool[Any]] = {}
+    for server, listed in manager.listed():
+        tool = McpTool(manager, server, listed)
+        out.setdefault(tool.name, tool)
+    return out
 
 
 @record
@@ -60,11 +71,12 @@ class McpTool:
         except RuntimeError:
             return outcome(label, None)
         try:
-            return await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True)
+            result = await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True)
         except concurrent.futures.CancelledError:
-            return outcome(label, None)  # the manager closed under the call
+            result = None  # the manager closed under the call
         finally:
             future.cancel()  # a no-op once done; otherwise cancels the call on its loop
+        return outcome(label, result)
 
 
 def outcome(label: str, result: mcp_types.CallToolResult | None) -> ToolOutcome:

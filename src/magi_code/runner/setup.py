@@ -97,7 +97,10 @@ class TurnParts:
         tools, mcp = self.tools, self.admitted.mcp
         if mcp is not None:
             profile = self.admitted.context.profile
-            tools = {**tools, **{n: t for n, t in mcp.tools().items() if offers(profile, n)}}
+            from magi_code.mcp.tool import mcp_tools
+
+            offered = {n: t for n, t in mcp_tools(mcp).items() if offers(profile, n)}
+            tools = {**tools, **offered}
         if self.code_policy is None:
             return tools
         from magi_code.tools.code_mode import CodeTool
