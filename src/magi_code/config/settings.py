@@ -163,6 +163,16 @@ def load(global_file: str, project_file: str) -> dict[str, Any]:
     return load_layers(global_file, project_file).settings
 
 
+def trusted_for(cwd: str, global_file: str) -> bool:
+    """`trust.is_trusted` against the global settings file; False if it cannot be read."""
+    from magi_code.config import trust
+
+    try:
+        return trust.is_trusted(cwd, read_toml(global_file))
+    except SettingsError:
+        return False
+
+
 def load_layers(
     global_file: str, project_file: str, *, may_trust: bool = True, cache_home: str | None = None
 ) -> Loaded:

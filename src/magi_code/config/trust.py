@@ -35,10 +35,10 @@ What `<cwd>/.magi-code/settings.toml` may set (README, "Security model", shows t
 Project locations read only in a trusted workspace: PROJECT_LOCATIONS.
 
 A key its file may not set is dropped and named in the result (`Dropped`), so a face can warn;
-dropping never fails startup. Dictionaries in, dictionaries out: no file is read here except
-by `trusted_for`/`project_definitions`, which say so (paths are canonicalised with realpath).
-For colleagues: `is_trusted`/`trusted_for` answer for any folder; `Admitted.trusted` for the
-admitted workspace.
+dropping never fails startup. Dictionaries in, dictionaries out: no file is read here but by
+`project_definitions`, which says so (paths are canonicalised with realpath). For colleagues:
+`is_trusted` (and `settings.trusted_for`, which reads the global file) answer for any folder;
+`Admitted.trusted` for the admitted workspace.
 """
 
 from __future__ import annotations
@@ -129,16 +129,6 @@ def is_trusted(cwd: str, global_settings: Mapping[str, Any]) -> bool:
         if here == root or here.startswith(root.rstrip("/") + "/"):
             return True
     return False
-
-
-def trusted_for(cwd: str, global_file: str) -> bool:
-    """`is_trusted` against the global settings file (read here); False if it cannot be read."""
-    from magi_code.config.settings import SettingsError, read_toml
-
-    try:
-        return is_trusted(cwd, read_toml(global_file))
-    except SettingsError:
-        return False
 
 
 def project_definitions(cwd: str, mc_home: str) -> list[str]:

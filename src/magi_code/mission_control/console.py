@@ -44,10 +44,11 @@ class Quit(Exception):
 def ask_trust(cwd: str, mc_home: str) -> bool:
     """Ask whether to trust `cwd` when it needs asking; False means quit."""
     from magi_code.config import paths, trust, trust_file
+    from magi_code.config.settings import trusted_for
 
     settings_file = paths.Paths(mc_home).settings
     found = trust.project_definitions(cwd, mc_home)
-    if not found or trust.trusted_for(cwd, settings_file):
+    if not found or trusted_for(cwd, settings_file):
         return True
     listed = "\n".join(f"  {path}" for path in found)
     print(TRUST_QUESTION.format(found=listed, settings=settings_file), end="", file=sys.stderr)
