@@ -67,10 +67,9 @@ async def _headers(
     policy: HttpPolicy,
 ) -> dict[str, str]:
     if wire == "codex":
-        from magi_code.providers.codex import CodexAuth
-        from magi_code.providers.registry import codex_auth_settings
+        from magi_code.providers.codex import CodexAuth, auth_settings
 
-        token_url, client_id = codex_auth_settings(conf)
+        token_url, client_id = auth_settings(conf)
         auth = CodexAuth(provider_id, credentials, token_url, client_id, policy)
         tokens = await auth.tokens()
         headers = {"authorization": f"Bearer {tokens.access_token}"}

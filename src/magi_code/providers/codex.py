@@ -147,11 +147,22 @@ def build(
     policy: HttpPolicy | None,
 ) -> CodexProvider:
     """The registry's row for `codex` (providers/registry.py)."""
-    from magi_code.providers.registry import base_url, codex_auth_settings
+    from magi_code.providers.registry import base_url
 
     url = base_url(conf, "codex")
     policy = policy or HttpPolicy()
-    token_url, client_id = codex_auth_settings(conf)
+    token_url, client_id = auth_settings(conf)
     return CodexProvider(
         provider_id, CodexAuth(provider_id, credentials, token_url, client_id, policy), url, policy
     )
+
+
+def auth_settings(conf: Mapping[str, object]) -> tuple[str, str]:
+    """The sign-in's token URL and client id: the provider's own, else the Codex CLI's."""
+    from magi_code.providers.registry import ConfigurationInvalid
+
+    token_url = conf.get("token_url", DEFAULT_TOKEN_URL)
+    client_id = conf.get("client_id", DEFAULT_CLIENT_ID)
+    if not isinstance(token_url, str) or not isinstance(client_id, str):
+        raise ConfigurationInvalid("token_url and client_id must be strings")
+    return token_url, client_id

@@ -213,16 +213,6 @@ def build_provider(
     return provider
 
 
-def codex_auth_settings(conf: Mapping[str, object]) -> tuple[str, str]:
-    from magi_code.providers.codex import DEFAULT_CLIENT_ID, DEFAULT_TOKEN_URL
-
-    token_url = conf.get("token_url", DEFAULT_TOKEN_URL)
-    client_id = conf.get("client_id", DEFAULT_CLIENT_ID)
-    if not isinstance(token_url, str) or not isinstance(client_id, str):
-        raise ConfigurationInvalid("token_url and client_id must be strings")
-    return token_url, client_id
-
-
 def keyed_build(
     make: Callable[[str, str, str | None, HttpPolicy], Provider], wire: str
 ) -> Callable[
