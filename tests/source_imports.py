@@ -15,6 +15,28 @@ def imported(path: Path) -> list[tuple[int, str]]:
     return found
 
 
+def run_time_imports(path: Path) -> set[str]:
+    """What `path` may import when it runs, at its top or inside a function, outside its
+    `if TYPE_CHECKING:` blocks: each module named, and `from M import n` also as `M.n` (n may
+    be a submodule)."""
+    tree = ast.parse(path.read_bytes())
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
+        for inner in ast.walk(node)
+    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
+    return found
+
+
 def top_level(path: Path) -> set[str]:
     """The top-level packages `path` imports."""
     return {name.split(".")[0] for _, name in imported(path)}
