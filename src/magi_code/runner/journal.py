@@ -1,8 +1,8 @@
 """The runner's view of an attached session: append records, acknowledge input with the
 revision that holds it, a fresh revision after a run, and the items to replay to a model.
 
-The replay items are kept per attachment (a journal lives for one run; the attachment for
-many): built from the file once, then extended by every record appended through a journal.
+The replay items are kept on the attachment (a journal lives for one run; the attachment for
+many): built from its records once, then extended by every record appended through a journal.
 They are used only while the attachment's revision is the one they were extended to and the
 file is as the attachment left it; otherwise they are rebuilt from the file.
 
@@ -15,7 +15,6 @@ start a new session.
 """
 
 from typing import Any
-from weakref import WeakKeyDictionary, WeakSet
 
 from magi_code.limits import HISTORY_NEAR_SHARE
 from magi_code.records import record
@@ -42,10 +41,6 @@ class _Replay:
     revision: str  # the attachment's revision after the last record fed
 
 
-_REPLAYS: "WeakKeyDictionary[Attachment, _Replay]" = WeakKeyDictionary()
-_STARTED: "WeakSet[Attachment]" = WeakSet()  # attachments that ran a turn in this process
-
-
 class SessionJournal:
     def __init__(self, attachment: Attachment) -> None:
         self.attachment = attachment
@@ -70,7 +65,7 @@ class SessionJournal:
         return None
 
     def append(self, record: dict[str, Any], *, fsync: bool) -> None:
-        kept = _REPLAYS.get(self.attachment)
+        kept = self._kept()
         before = self.attachment.revision
         try:
             stored = self.attachment.append(record, fsync=fsync)
@@ -80,7 +75,7 @@ class SessionJournal:
             kept.replayer.feed(stored)
             kept.revision = self.attachment.revision
         else:
-            _REPLAYS.pop(self.attachment, None)
+            self.attachment.replay = None
 
     def acknowledge(self, stored_message_id: str) -> tuple[str, str]:
         """The projected id of the input just appended and the revision holding it, without
@@ -94,19 +89,21 @@ class SessionJournal:
             return None
 
     def replay(self) -> SizedItems:
-        kept = _REPLAYS.get(self.attachment)
+        kept = self._kept()
         revision = self.attachment.revision
         if kept is None or kept.revision != revision or not self.attachment.intact():
             replayer = Replayer()
             for record in self.attachment.records():
                 replayer.feed(record)
-            kept = _REPLAYS[self.attachment] = _Replay(replayer, revision)
+            kept = self.attachment.replay = _Replay(replayer, revision)
         return kept.replayer.items()
 
     def starts_attachment(self) -> bool:
         """True for the first run of this attachment (create or open) in this process: when
         `session_start` hooks fire. Opening the session again is a new attachment."""
-        if self.attachment in _STARTED:
-            return False
-        _STARTED.add(self.attachment)
-        return True
+        started, self.attachment.ran = self.attachment.ran, True
+        return not started
+
+    def _kept(self) -> _Replay | None:
+        kept = self.attachment.replay
+        return kept if isinstance(kept, _Replay) else None

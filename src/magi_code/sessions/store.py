@@ -226,6 +226,11 @@ class Attachment:
             self._digest(state.read), state.built, 0, self._expected
         )
         self._revision = self._snapshot.revision
+        # The runner's own, kept here because they live as long as the attachment: its replay
+        # of the records (runner/journal.py; opaque to this package), and whether a run
+        # started on this attachment.
+        self.replay: object = None
+        self.ran = False
 
     def _adopt(self, read: ReadResult | None) -> None:
         """Continue writing after what `read` found on disk (nothing, for a lazy session).
