@@ -22,20 +22,11 @@ from magi_code.providers.http import HttpPolicy
 from magi_code.providers.limits import RESPONSE_HEAD_BYTES
 from providers.h2_server import H2Reply, H2Server
 from providers.test_wire_apis import collect
-from providers.tls_cert import self_signed
 
 pytestmark = pytest.mark.anyio
 
 ONE = HttpPolicy(attempts=1)
 CANCEL = 0x8  # RFC 9113's error code
-
-
-@pytest.fixture
-def certificate(tmp_path: Path) -> tuple[Path, Path]:
-    made = self_signed(tmp_path)
-    if made is None:
-        pytest.skip("neither the cryptography package nor openssl is here to make a certificate")
-    return made
 
 
 @pytest.fixture

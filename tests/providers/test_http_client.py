@@ -23,7 +23,6 @@ from magi_code.providers.openai_chat import OpenAIChatProvider
 from providers.local_server import LocalServer, Reply
 from providers.test_http_bounds import OK, PATH, Sleeps
 from providers.test_wire_apis import collect
-from providers.tls_cert import self_signed
 
 pytestmark = pytest.mark.anyio
 
@@ -318,14 +317,6 @@ async def test_a_pause_in_the_body_is_bounded_by_inactivity_s(
 
 
 # ---- TLS --------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def certificate(tmp_path: Path) -> tuple[Path, Path]:
-    made = self_signed(tmp_path)
-    if made is None:
-        pytest.skip("neither the cryptography package nor openssl is here to make a certificate")
-    return made
 
 
 @pytest.fixture
