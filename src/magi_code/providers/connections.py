@@ -61,8 +61,8 @@ class Unprocessed(ConnectionError):
 
 
 class Connection:
-    """One HTTP/1.1 socket to an origin, and what the pool and the client count of its
-    exchanges."""
+    """One socket to an origin, and what the pool and the client count of its exchanges: an
+    HTTP/1.1 connection, or a new one that took h2, until the client frames it (`http2`)."""
 
     __slots__ = ("idle_since", "origin", "protocol", "received", "reused", "stream")
 
