@@ -4,7 +4,8 @@ replays scripted replies per path.
 Each connection runs on a thread of its own, one socket and one h2 state machine, so no two
 threads touch either; a reply's chunks go out on a schedule (a delay before each), a reply may
 leave its stream open (the client must reset it), refuse its stream, or end its connection
-after it, with a GOAWAY or without a word. The server records every request (pseudo-headers
+after it, with a GOAWAY or without a word; data goes out within the client's flow-control
+windows. The server records every request (pseudo-headers
 included), every stream the client reset and with what code, the peak of streams open at
 once, and counts the connections it accepted and the ones that ended.
 """
@@ -118,7 +119,8 @@ class _Connection:
         self.h2 = H2Connection(H2Configuration(client_side=False, header_encoding="utf-8"))
         self.headers: dict[int, dict[str, str]] = {}
         self.bodies: dict[int, bytearray] = {}
-        self.due: list[tuple[float, int, H2Reply, int]] = []  # (when, stream, reply, next chunk)
+        # (when, stream, reply, next chunk, bytes of it already sent)
+        self.due: list[tuple[float, int, H2Reply, int, int]] = []
         self.ending = ""
 
     def run(self) -> None:
@@ -185,22 +187,30 @@ class _Connection:
             stream_id, fields, end_stream=not reply.chunks and not reply.open_ended
         )
         if reply.chunks:
-            self.due.append((time.monotonic() + reply.delay_s, stream_id, reply, 0))
+            self.due.append((time.monotonic() + reply.delay_s, stream_id, reply, 0, 0))
         elif reply.then:
             self.ending = reply.then
 
     def _answer_due(self) -> None:
+        """Send what is due, within the client's flow-control windows: the rest of a chunk
+        waits for its window to open."""
         now, later = time.monotonic(), []
-        for when, stream_id, reply, index in self.due:
-            if when > now:
-                later.append((when, stream_id, reply, index))
-                continue
-            last = index == len(reply.chunks) - 1
-            self.h2.send_data(
-                stream_id, reply.chunks[index], end_stream=last and not reply.open_ended
+        for when, stream_id, reply, index, sent in self.due:
+            chunk = reply.chunks[index]
+            room = min(
+                self.h2.local_flow_control_window(stream_id), self.h2.max_outbound_frame_size
             )
-            if not last:
-                later.append((now + reply.delay_s, stream_id, reply, index + 1))
+            if when > now or (room <= 0 and chunk):
+                later.append((when, stream_id, reply, index, sent))
+                continue
+            part = chunk[sent : sent + room]
+            whole = sent + len(part) == len(chunk)
+            last = whole and index == len(reply.chunks) - 1
+            self.h2.send_data(stream_id, part, end_stream=last and not reply.open_ended)
+            if not whole:
+                later.append((now, stream_id, reply, index, sent + len(part)))
+            elif not last:
+                later.append((now + reply.delay_s, stream_id, reply, index + 1, 0))
             elif reply.then:
                 self.ending = reply.then
         self.due = later

@@ -134,6 +134,18 @@ async def test_a_body_larger_than_the_window_goes_whole(h2_server: H2Server) -> 
     await close_clients()
 
 
+async def test_a_response_larger_than_the_window_arrives_whole(h2_server: H2Server) -> None:
+    """The client gives each window back as it reads, or the server could send no more than
+    65,535 bytes of a stream, and of the connection."""
+    chunks = [bytes([65 + n % 26]) * 64 * 1024 for n in range(16)]  # 1 MiB
+    h2_server.script("/x", H2Reply(chunks=chunks), H2Reply(chunks=chunks))
+    for _ in range(2):  # the connection's window comes back too
+        with anyio.fail_after(20):
+            assert await fetch(h2_server.url + "/x") == (200, b"".join(chunks))
+    assert h2_server.connections == 1
+    await close_clients()
+
+
 def header_list(size: int) -> list[tuple[str, str]]:
     """One field that brings the response's header list to `size` as HTTP/2 counts it (RFC
     9113 6.5.2: each field's name and value and 32), with `:status: 200`."""
