@@ -213,14 +213,17 @@ class LocalRuntime:
     def _provider_modules(self) -> tuple[str, ...]:
         """The provider's wire, and the HTTP/2 client too for an https origin (offered h2,
         it most likely takes it)."""
-        from magi_code.providers.registry import WIRES, wire_api
+        from magi_code.providers.registry import WIRES, ConfigurationInvalid, base_url, wire_api
 
         provider = self.provider or ""
         conf = self.admitted.settings["providers"][provider]
-        wire = WIRES[wire_api(provider, conf)]
-        url = conf.get("base_url", wire.default_url)
-        https = isinstance(url, str) and url.startswith("https://")
-        return (wire.module, "magi_code.providers.http2") if https else (wire.module,)
+        wire = wire_api(provider, conf)
+        try:
+            https = base_url(conf, wire).startswith("https://")
+        except ConfigurationInvalid:  # no URL: the fixture speaks no HTTP
+            https = False
+        module = WIRES[wire].module
+        return (module, "magi_code.providers.http2") if https else (module,)
 
     @property
     def store(self) -> SessionStore:
