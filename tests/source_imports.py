@@ -1,6 +1,9 @@
-"""The modules a source file imports, read from its syntax tree (for the import walls)."""
+"""The modules a source file imports, read from its syntax tree (for the import walls), and
+the modules a fresh interpreter loads running some code (for the import pins)."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 
@@ -40,3 +43,15 @@ def run_time_imports(path: Path) -> set[str]:
 def top_level(path: Path) -> set[str]:
     """The top-level packages `path` imports."""
     return {name.split(".")[0] for _, name in imported(path)}
+
+
+def loaded_running(code: str, watched: tuple[str, ...]) -> list[str]:
+    """The modules named in `watched`, or inside a package named there, that a fresh
+    interpreter has loaded once it ran `code`."""
+    probe = (
+        f"{code}\nimport sys\nwatched = {watched!r}\n"
+        "print(sorted(m for m in sys.modules if m in watched or m.split('.')[0] in watched))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    loaded: list[str] = eval(done.stdout)
+    return loaded
