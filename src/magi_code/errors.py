@@ -25,7 +25,9 @@ the ones the specs publish, so moving a class in this tree never changes what go
     ├── ToolsError                  tools/__init__.py: ToolsCode
     │   ├── ToolInputError          InputErrorCode, for the model (tools/base.py; ValueError)
     │   ├── PolicyError             configuration_invalid (tools/policy.py; ValueError)
-    │   └── GlobError               glob_invalid (tools/globs.py; ValueError)
+    │   ├── GlobError               glob_invalid (tools/globs.py; ValueError)
+    │   ├── SandboxError            configuration_invalid (tools/sandbox/modes.py)
+    │   └── SandboxUnavailable      sandbox_unavailable (tools/sandbox/modes.py)
     ├── SessionError                sessions/errors.py: SessionCode (busy, stale_session, ...)
     ├── StartupError                runner/startup.py: StartupCode (configuration_invalid,
     │                               provider_unavailable, profile_invalid, mcp_unavailable,
@@ -47,7 +49,8 @@ never a failure a wire reports by code): providers: http._Failed (wraps a Provid
 clients.TransportError and clients.InvalidURL (http.py reads them as transport_failed and
 refused), http1.ProtocolError (clients reads it as a TransportError), connections.Unprocessed
 (a ConnectionError: the request is worth one new connection);
-tools: NotRegularFile (an OSError), code_child.ToolError (what a Code Mode program catches);
+tools: NotRegularFile (an OSError), sandbox.spawn.SandboxFailed (an OSError: the child could
+not enter its sandbox; the call fails), code_child.ToolError (what a Code Mode program catches);
 mcp: LoginFailed, LoginRequired, CommandError (a line and an exit status); local_agent:
 OversizeFrame, UnencodableFrame, OutputFailed, ChannelFull; runner.turn: OutputUnavailable;
 client: ErrorResponse, ChildGone; records: FrozenRecordError (an AttributeError, as

@@ -18,6 +18,7 @@ from magi_code.limits import (
 )
 from magi_code.tools.base import Bridge, ToolContext, ToolOutcome
 from magi_code.tools.code_mode import CodeTool
+from magi_code.tools.sandbox.modes import Sandbox, SandboxSettings
 
 pytestmark = pytest.mark.anyio
 
@@ -29,11 +30,18 @@ async def echo(name: str, arguments: str) -> ToolOutcome:
     return ToolOutcome(True, f"{name} {arguments}", name)
 
 
+def context(
+    workspace: Path, call: Call = echo, names: tuple[str, ...] = ("echo", "ping")
+) -> ToolContext:
+    sandbox = Sandbox(SandboxSettings(), workspace, str(workspace / ".mc"), None)
+    return ToolContext(workspace, ENV, bridge=Bridge(names, call), sandbox=sandbox)
+
+
 async def run(
     workspace: Path, program: str, call: Call = echo, **tool_options: float
 ) -> ToolOutcome:
     tool = CodeTool(("echo", "ping"), **tool_options)  # type: ignore[arg-type]
-    ctx = ToolContext(workspace, ENV, bridge=Bridge(("echo", "ping"), call))
+    ctx = context(workspace, call)
     return await tool.run(tool.parse(json.dumps({"program": program})), ctx)
 
 
@@ -73,7 +81,7 @@ async def test_a_program_that_loops_forever_is_stopped_by_its_wall_clock(tmp_pat
     began = time.monotonic()
     tool = CodeTool(("echo",))
     args = tool.parse(json.dumps({"program": "while True:\n    pass", "timeout": 0.5}))
-    outcome = await tool.run(args, ToolContext(tmp_path, ENV, bridge=Bridge(("echo",), echo)))
+    outcome = await tool.run(args, context(tmp_path, echo, ("echo",)))
     assert time.monotonic() - began < 3
     assert not outcome.ok
     assert outcome.output.startswith(
@@ -92,29 +100,31 @@ async def test_a_program_that_allocates_without_bound_is_stopped_by_its_memory_l
     assert "memory limit" in outcome.summary
 
 
-async def test_the_program_cannot_go_around_the_bridge(tmp_path: Path) -> None:
-    (tmp_path / "secret.txt").write_text("s3cret\n")
+async def test_the_program_reads_the_workspace_and_changes_nothing_but_through_the_bridge(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "notes.txt").write_text("n0tes\n")
     attempts = {
         "write": "open('made.txt', 'w')",
-        "read": "open('secret.txt').read()",
         "os_open": "import os; os.open('made2.txt', os.O_CREAT | os.O_WRONLY)",
-        "remove": "import os; os.remove('secret.txt')",
-        "system": "import os; os.system('touch made3.txt')",
+        "remove": "import os; os.remove('notes.txt')",
+        "system": "import os; assert os.system('touch made3.txt') == 0",
         "subprocess": "import subprocess; subprocess.run(['touch', 'made4.txt'])",
-        "listdir": "import os; os.listdir('.')",
+        "fork": "import os; os.fork()",
         "socket": "import socket; socket.create_connection(('127.0.0.1', 9))",
-        "ctypes": "import ctypes",
+        "unix_socket": "import socket; socket.socket(socket.AF_UNIX)",
     }
     program = "refused = []\n" + "".join(
-        f"try:\n    {code}\nexcept (PermissionError, ImportError):\n    refused.append({name!r})\n"
+        f"try:\n    {code}\nexcept (OSError, AssertionError):\n    refused.append({name!r})\n"
         for name, code in attempts.items()
     )
-    program += "import json, re\nresult = refused"  # the standard library still imports
+    program += "import json, re, ctypes, os\n"  # the standard library still imports
+    program += "result = [refused, open('notes.txt').read(), sorted(os.listdir('.'))]"
     outcome = await run(tmp_path, program)
     assert outcome.ok, outcome.output
-    assert f"[result]\n{json.dumps(list(attempts))}" in outcome.output
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["secret.txt"]
-    assert "s3cret" not in outcome.output
+    expected = [list(attempts), "n0tes\n", ["notes.txt"]]
+    assert f"[result]\n{json.dumps(expected)}" in outcome.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
 async def test_stdout_is_bounded(tmp_path: Path) -> None:

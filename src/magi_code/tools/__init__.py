@@ -15,7 +15,9 @@ if TYPE_CHECKING:
 
     from magi_code.tools.base import InputErrorCode
 
-    ToolsCode: TypeAlias = InputErrorCode | Literal["configuration_invalid", "glob_invalid"]
+    ToolsCode: TypeAlias = (
+        InputErrorCode | Literal["configuration_invalid", "glob_invalid", "sandbox_unavailable"]
+    )
 
 
 class ToolsError(MagiError):

@@ -19,6 +19,10 @@ from magi_code.tools.host_io import HostIO
 from magi_code.tools.limits import OUTPUT_BYTES
 from magi_code.tools.summaries import clip_utf8, safe_summary, scrub_surrogates
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from magi_code.tools.sandbox.modes import Sandbox
+
 InputErrorCode = Literal["invalid_json", "invalid_arguments", "arguments_too_large"]
 AccessKind = Literal["read", "write", "shell"]
 
@@ -44,6 +48,10 @@ class ToolContext:
     approve: Callable[[str], Awaitable[bool]] | None = None
     bridge: "Bridge | None" = None  # the `code` tool's way back to the session's tools
     host: HostIO | None = None  # the client's files and terminals, when the face offers them
+    # The session's OS sandbox (tools/sandbox): shell commands run in it unless its mode is
+    # full-access or `unconfined` (a run outside it that the user allowed); Code Mode always.
+    sandbox: "Sandbox | None" = None
+    unconfined: bool = False
 
 
 @record
@@ -60,6 +68,7 @@ class ToolOutcome:
     ok: bool
     output: str  # text for the model, at most OUTPUT_BYTES UTF-8 bytes
     summary: str  # safe: redacted, one line, at most SUMMARY_BYTES; no raw params or results
+    sandbox_denied: bool = False  # it failed as the OS sandbox refused something it did
 
     def __post_init__(self) -> None:
         output = clip_utf8(scrub_surrogates(self.output), OUTPUT_BYTES)

@@ -7,11 +7,10 @@ Each `tools.<name>(**arguments)` is one line {"call": {"id", "name", "arguments"
 one line {"id", "ok", "output"}: the output text, or `ToolError(output)` when not ok. At the
 end one line {"done": {"status", "result"}} (status ok | error | memory) and the exit.
 
-Confinement, set before the program's first line (defense in depth, not an OS sandbox): the
-address space is capped with RLIMIT_AS (soft and hard, so it cannot be raised), and an audit
-hook refuses what would go around the bridge: opening files other than Python's own for
-reading, listing other folders, changing files, starting processes, sockets, signals to others, and
-importing ctypes. Files and commands are the session's tools' to touch, through `tools`.
+Confinement: the process was started inside the OS sandbox (tools/sandbox: it reads the
+workspace and Python's own files, writes nothing, opens no socket, starts no process); here,
+before the program's first line, its address space is capped with RLIMIT_AS (soft and hard,
+so it cannot be raised). Files and commands are the session's tools' to touch, through `tools`.
 """
 
 import json
@@ -19,20 +18,6 @@ import os
 import resource
 import sys
 
-_MUTATING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-_REFUSED_EVENTS = frozenset(
-    {
-        "os.system", "os.exec", "os.fork", "os.forkpty", "os.posix_spawn", "os.spawn",
-        "subprocess.Popen", "os.kill", "os.killpg", "os.remove", "os.rename", "os.rmdir",
-        "os.mkdir", "os.chmod", "os.chown", "os.link", "os.symlink", "os.truncate", "os.utime",
-        "os.chdir", "os.putenv", "os.unsetenv", "os.startfile",
-        "shutil.rmtree", "shutil.copyfile", "shutil.move", "shutil.chown", "socket.__new__",
-        "socket.connect", "socket.bind", "socket.getaddrinfo", "socket.sendto", "socket.sendmsg",
-        "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "resource.setrlimit", "resource.prlimit",
-        "pty.spawn", "glob.glob", "sys.remote_exec", "webbrowser.open",
-    }
-)  # fmt: skip
-_REFUSED_IMPORTS = frozenset({"ctypes", "_ctypes", "_posixsubprocess", "mmap"})
 _MEMORY_NOTE = b"MemoryError: the program reached its memory limit\n"
 
 
@@ -73,35 +58,6 @@ class Tools:
 
 def confine(memory: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    roots = {
-        os.path.realpath(p)
-        for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sys.path)
-        if p
-    }
-    roots.discard("/")
-    prefixes = tuple(root.rstrip("/") + "/" for root in roots)
-
-    def pythons_own(path: object) -> bool:
-        if not isinstance(path, str | bytes):
-            return False
-        return (os.path.realpath(os.fsdecode(path)) + "/").startswith(prefixes)
-
-    def refuse(event: str, args: tuple[object, ...]) -> None:
-        if event == "open":
-            flags = args[2]
-            if isinstance(flags, int) and flags & _MUTATING:
-                raise PermissionError("Code Mode: write files through tools, not open()")
-            if not pythons_own(args[0]):
-                raise PermissionError("Code Mode: read files through tools.read_file, not open()")
-        elif event in ("os.listdir", "os.scandir"):  # imports list Python's own folders
-            if not pythons_own(args[0]):
-                raise PermissionError("Code Mode: list folders through tools.list_dir")
-        elif event in _REFUSED_EVENTS:
-            raise PermissionError(f"Code Mode: {event} is not allowed; use the tools")
-        if event == "import" and str(args[0]).split(".")[0] in _REFUSED_IMPORTS:
-            raise ImportError(f"Code Mode: importing {args[0]} is not allowed")
-
-    sys.addaudithook(refuse)
 
 
 def main() -> None:

@@ -1,7 +1,10 @@
 """code: a Python program in its own interpreter, calling the session's tools through a bridge.
 
 The model writes one program; ten tool calls in it cost one model round trip. Rules:
-- The program runs in `python -I -S` (tools/code_child.py bootstraps it) in the workspace,
+- The program runs in `python -I -S` (tools/code_child.py bootstraps it) inside the session's
+  OS sandbox, in every sandbox mode (tools/sandbox: reads of the workspace and Python's own
+  files, no writes, no sockets, no processes); where there is none it does not run
+  (`sandbox_unavailable`). It runs in the workspace,
   with the tools' scrubbed environment, stdin from /dev/null, in its own session: its group
   is killed on the wall clock, on a cancel and after it exits (nothing it started outlives it).
 - Its address space is capped (CODE_MEMORY_BYTES); stdout and stderr are kept up to
@@ -43,6 +46,7 @@ from magi_code.records import record
 from magi_code.tools import args as A
 from magi_code.tools.base import Access, Bridge, ToolContext, ToolOutcome
 from magi_code.tools.processes import kill_group
+from magi_code.tools.sandbox.spawn import SandboxFailed, open_process
 from magi_code.tools.shell import Capture
 from magi_code.tools.summaries import safe_summary
 
@@ -113,13 +117,24 @@ class CodeTool:
     async def run(self, args: CodeArgs, ctx: ToolContext) -> ToolOutcome:
         if ctx.bridge is None:
             return ToolOutcome(False, "error: Code Mode is off", "code: off")
+        if ctx.sandbox is None:
+            return _unavailable("this session has no sandbox")
+        from magi_code.tools.sandbox.modes import SandboxUnavailable
+
+        try:
+            confinement = ctx.sandbox.code_mode(CHILD)
+        except SandboxUnavailable as none:
+            return _unavailable(str(none))
+        except OSError:
+            return _unavailable("the kernel refused the sandbox")
         parent, child = socket.socketpair()
         try:
             command = [sys.executable, "-I", "-S", str(CHILD), str(child.fileno())]
             command += [str(self.memory_bytes), str(CODE_RESULT_BYTES)]
             with anyio.CancelScope(shield=True):  # a cancel inside the spawn would orphan it
-                process = await anyio.open_process(
+                process = await open_process(
                     command,
+                    confinement,
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
@@ -129,6 +144,9 @@ class CodeTool:
                     pass_fds=(child.fileno(),),
                 )
                 bridge = await anyio.abc.UNIXSocketStream.from_socket(parent)
+        except SandboxFailed:
+            parent.close()
+            return _unavailable("the sandbox could not be applied")
         except OSError:
             parent.close()
             return ToolOutcome(False, "error: could not start Python", "code: failed to start")
@@ -241,6 +259,12 @@ async def _serve(
             await bridge.send(json.dumps(reply).encode() + b"\n")
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             return  # the program is gone
+
+
+def _unavailable(why: str) -> ToolOutcome:
+    """Code Mode never runs a program outside the OS sandbox."""
+    text = f"error: sandbox_unavailable: {why}; Code Mode programs run only inside the sandbox"
+    return ToolOutcome(False, text, "code: sandbox unavailable")
 
 
 def _message(line: bytes) -> dict[str, object]:

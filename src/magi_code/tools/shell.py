@@ -10,6 +10,10 @@ Rules:
   cancellation propagates), and after a normal exit for background processes left behind.
 - Output keeps the first and last halves of SHELL_OUTPUT_BYTES with a note of what was
   dropped; the pipe is drained to the end so a chatty child never blocks on it.
+- The command runs in the session's OS sandbox (tools/sandbox) unless its mode is full-access
+  or the user allowed this run outside it; the status line says which. A command that failed
+  with the sandbox's refusal in its output is marked `sandbox_denied`, so the turn can offer
+  to run it again outside.
 - With a host that runs commands (`ctx.host.run`: a client terminal over ACP), the host owns
   the process, its kill and its output (whose tail it keeps); the bound on that output holds.
 """
@@ -32,6 +36,7 @@ from magi_code.tools.limits import (
     SHELL_TIMEOUT_S,
 )
 from magi_code.tools.processes import kill_group
+from magi_code.tools.sandbox.spawn import SandboxFailed, open_process
 from magi_code.tools.summaries import safe_summary
 
 SHELL = "/bin/sh"
@@ -117,18 +122,25 @@ class Shell:
         if ctx.host is not None and ctx.host.run is not None:
             return await self.run_on_host(args, ctx.host.run, ctx)
         capture = Capture(self.output_bytes)
+        sandbox = None if ctx.unconfined else ctx.sandbox
         try:
+            confinement = sandbox.shell() if sandbox is not None else None
+            env = sandbox.env(ctx.env) if sandbox and confinement else dict(ctx.env)
             # Shielded: a cancellation landing inside the spawn would orphan a started child.
             with anyio.CancelScope(shield=True):
-                process = await anyio.open_process(
+                process = await open_process(
                     [SHELL, "-c", args.command],
+                    confinement,
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
                     cwd=ctx.workspace,
-                    env=dict(ctx.env),
+                    env=env,
                     start_new_session=True,
                 )
+        except SandboxFailed:
+            why = "error: the sandbox could not be applied, so the command did not run"
+            return ToolOutcome(False, why, "run: sandbox failed")
         except OSError:
             return ToolOutcome(False, "error: could not start /bin/sh", "run: failed to start")
         try:
@@ -140,7 +152,8 @@ class Shell:
                 await kill_group(process, SHELL_KILL_GRACE_S)
                 await process.aclose()
         timed_out = deadline.cancelled_caught and exit_code is None
-        return _outcome(args, process.returncode, capture, timed_out)
+        where = f"sandbox: {sandbox.describe()}" if confinement and sandbox else "no sandbox"
+        return _outcome(args, process.returncode, capture, timed_out, where)
 
     async def run_on_host(self, args: ShellArgs, run: HostRunner, ctx: ToolContext) -> ToolOutcome:
         """The command in the client's terminal; the client owns the process and its kill."""
@@ -184,7 +197,13 @@ async def _collect(process: anyio.abc.Process, capture: Capture) -> None:
         tg.cancel_scope.deadline = min(tg.cancel_scope.deadline, drain_until)
 
 
-def _outcome(args: ShellArgs, code: int | None, capture: Capture, timed_out: bool) -> ToolOutcome:
+# What a command says when the sandbox refused it (the kernel's EACCES, EPERM and EROFS).
+SANDBOX_REFUSALS = ("Permission denied", "Operation not permitted", "Read-only file system")
+
+
+def _outcome(
+    args: ShellArgs, code: int | None, capture: Capture, timed_out: bool, where: str
+) -> ToolOutcome:
     text = capture.text()
     if timed_out:
         status = f"timed out after {args.timeout_s:g} s; process group killed"
@@ -195,6 +214,9 @@ def _outcome(args: ShellArgs, code: int | None, capture: Capture, timed_out: boo
     if not timed_out and not capture.eof:
         status += "; background processes holding the output were killed"
     ok = not timed_out and code == 0
+    denied = not ok and where != "no sandbox" and any(s in text for s in SANDBOX_REFUSALS)
     if not text.endswith("\n"):
         text += "\n" if text else "(no output)\n"
-    return ToolOutcome(ok=ok, output=f"{text}[{status}]", summary=f"run: {args.command} ({status})")
+    output = f"{text}[{status}; {where}]"
+    summary = f"run: {args.command} ({status})"
+    return ToolOutcome(ok, output, summary, sandbox_denied=denied)

@@ -1,0 +1,271 @@
+"""The `[sandbox]` settings, and one session's sandbox: which confinement a spawn gets.
+
+Settings (GLOBAL; a project file may only narrow them, config/trust.py):
+- `mode`: `read-only`, `workspace-write` (the default) or `full-access` (no sandbox);
+- `network`: false by default (Unix sockets stay usable for commands);
+- `writable_roots`: more folders `workspace-write` may write;
+- `deny_read`: more secret places, besides SECRET_PLACES and MC_HOME.
+
+`Sandbox.shell()` and `Sandbox.code_mode()` make a fresh `Confinement` for one spawn (a new
+Landlock ruleset: the secret places' neighbours are listed at that moment). Where the kernel
+offers no sandbox, `support()` says why once per process, `shell()` gives None (commands run
+as the user, as the faces say at start) and `code_mode()` raises: a program never runs
+unconfined. MC_NO_LANDLOCK=1 makes this process behave as on such a kernel (for tests and
+for trying it).
+"""
+
+import atexit
+import os
+import shutil
+import struct
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Literal
+
+from magi_code.records import record
+from magi_code.tools import ToolsError
+from magi_code.tools.paths import USER_CREDENTIALS
+from magi_code.tools.sandbox import plan
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from magi_code.tools.sandbox import seccomp
+    from magi_code.tools.sandbox.confine import Confinement
+
+Mode = Literal["read-only", "workspace-write", "full-access"]
+MODES: tuple[Mode, ...] = ("read-only", "workspace-write", "full-access")  # narrowest first
+DEFAULT_MODE: Mode = "workspace-write"
+_KEYS = frozenset({"mode", "network", "writable_roots", "deny_read"})
+
+# Never readable inside the sandbox (under the user's home), besides MC_HOME and `deny_read`.
+SECRET_PLACES = tuple(
+    dict.fromkeys(
+        (
+            ".ssh", ".gnupg", ".aws", ".config/gcloud", ".kube", ".docker/config.json",
+            ".netrc", ".git-credentials", *USER_CREDENTIALS,
+        )
+    )
+)  # fmt: skip
+
+
+class SandboxError(ToolsError):
+    """The `[sandbox]` table has a bad shape, or the sandbox cannot be applied."""
+
+    code: Literal["configuration_invalid"] = "configuration_invalid"
+
+
+class SandboxUnavailable(ToolsError):
+    """No OS sandbox here: what must run confined does not run."""
+
+    code: Literal["sandbox_unavailable"] = "sandbox_unavailable"
+
+
+@record
+class SandboxSettings:
+    mode: Mode = DEFAULT_MODE
+    network: bool = False
+    writable_roots: tuple[Path, ...] = ()
+    deny_read: tuple[Path, ...] = ()
+
+    @classmethod
+    def from_settings(cls, table: object, mode: str | None = None) -> "SandboxSettings":
+        """Validate the `[sandbox]` table; `mode` (a face's `--sandbox`) overrides its mode."""
+        if table is None:
+            table = {}
+        if not isinstance(table, Mapping) or not set(table) <= _KEYS:
+            raise SandboxError("sandbox")
+        chosen = mode if mode is not None else table.get("mode", DEFAULT_MODE)
+        network = table.get("network", False)
+        if chosen not in MODES or not isinstance(network, bool):
+            raise SandboxError("sandbox")
+        return cls(chosen, network, _paths(table, "writable_roots"), _paths(table, "deny_read"))
+
+
+def _paths(table: Mapping[str, object], key: str) -> tuple[Path, ...]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(p, str) and p for p in value):
+        raise SandboxError("sandbox")
+    return tuple(Path(os.path.expanduser(p)).resolve() for p in value)
+
+
+_support: tuple[int, str | None] | None = None
+
+
+def support() -> tuple[int, str | None]:
+    """(Landlock ABI, None) when this process can sandbox; (0, why not) otherwise."""
+    global _support
+    if _support is None:
+        _support = _probe()
+    return _support
+
+
+def _probe() -> tuple[int, str | None]:
+    if not sys.platform.startswith("linux"):
+        return 0, f"no OS sandbox on {sys.platform} yet"
+    from magi_code.tools.sandbox import landlock, seccomp
+
+    if os.environ.get("MC_NO_LANDLOCK") == "1":
+        return 0, "Landlock is turned off (MC_NO_LANDLOCK=1)"
+    if seccomp.machine() is None:
+        return 0, "seccomp filters are not built for this processor"
+    version = landlock.abi()
+    if version < 1:
+        return 0, "this kernel offers no Landlock"
+    return version, None
+
+
+_mounts: bool | None = None
+
+
+def _can_mount() -> bool:
+    """Whether a child may have a private mount namespace (root, or a user namespace)."""
+    global _mounts
+    if _mounts is None:
+        from magi_code.tools.sandbox.confine import user_namespaces
+
+        _mounts = os.geteuid() == 0 or user_namespaces()
+    return _mounts
+
+
+class Sandbox:
+    """One session's sandbox: its settings, workspace, secret places and private temp folder."""
+
+    def __init__(
+        self, settings: SandboxSettings, workspace: Path, mc_home: str, user_home: str | None
+    ) -> None:
+        self.settings = settings
+        self.workspace = workspace.resolve()
+        homes = [Path(mc_home)]
+        if user_home:
+            homes += [Path(user_home, name) for name in SECRET_PLACES]
+        secrets = [p.resolve() for p in (*homes, *settings.deny_read)]
+        self.secrets = tuple(p for p in dict.fromkeys(secrets) if os.path.lexists(p))
+        self._temp: Path | None = None
+
+    @property
+    def mode(self) -> Mode:
+        return self.settings.mode
+
+    def confines_shell(self) -> bool:
+        """Whether shell commands run confined (a mode other than full-access, and support)."""
+        return self.mode != "full-access" and support()[1] is None
+
+    def temp(self) -> Path:
+        """The private temporary folder (0700), made at the first sandboxed spawn."""
+        if self._temp is None:
+            self._temp = Path(tempfile.mkdtemp(prefix="magi-code-sandbox-"))
+            atexit.register(shutil.rmtree, self._temp, True)
+        return self._temp
+
+    def env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """A confined command's environment: TMPDIR is the private temporary folder."""
+        return {**env, "TMPDIR": str(self.temp())}
+
+    def describe(self) -> str:
+        """The mode as the faces and the model see it."""
+        if self.mode == "full-access":
+            return "full-access (no sandbox)"
+        if support()[1] is not None:
+            return f"{self.mode} requested, but unavailable: {support()[1]}"
+        return f"{self.mode}, network {'on' if self.settings.network else 'off'}"
+
+    def shell(self) -> "Confinement | None":
+        """The confinement of one shell command; None when commands run unconfined."""
+        if not self.confines_shell():
+            return None
+        from magi_code.tools.sandbox import landlock, seccomp
+        from magi_code.tools.sandbox.confine import Confinement
+
+        writable = [self.temp()]
+        if self.mode == "workspace-write":
+            writable += [self.workspace, *self.settings.writable_roots]
+            writable += [Path(p).resolve() for p in plan.SHARED_TEMP if os.path.isdir(p)]
+        protected = [
+            root / name
+            for root in (self.workspace, *self.settings.writable_roots)
+            for name in plan.READ_ONLY_NAMES
+            if (root / name).is_dir() and not (root / name).is_symlink()
+        ]
+        mount = bool(protected) and self.mode == "workspace-write" and _can_mount()
+        hidden = [(p, plan.EVERYTHING) for p in self.secrets]
+        if not mount:
+            hidden += [(p, plan.WRITE) for p in protected]
+        grants = [(Path("/"), plan.RUN)]
+        grants += [(Path(p), plan.READ_FILE | plan.WRITE_FILE) for p in plan.DEVICES]
+        grants += [(p, plan.RUN | plan.WRITE) for p in writable]
+        rules = plan.rules(grants, hidden, _children)
+        version = support()[0]
+        fd = landlock.ruleset(version, rules, network=self.settings.network)
+        program = seccomp.program(_arch(), network=self.settings.network)
+        read_only = tuple(str(p) for p in protected) if mount else ()
+        return Confinement.make(fd, program, read_only)
+
+    def code_mode(self, child_script: Path) -> "Confinement":
+        """The confinement of a Code Mode interpreter, in every mode: read the workspace and
+        Python's own files, execute only the interpreter, write nothing, no network, no
+        processes. Raises SandboxUnavailable where there is no sandbox."""
+        version, why = support()
+        if why is not None:
+            raise SandboxUnavailable(why)
+        from magi_code.tools.sandbox import landlock, seccomp
+        from magi_code.tools.sandbox.confine import Confinement
+
+        executable = Path(os.path.realpath(sys.executable))
+        readable = [self.workspace, child_script.resolve().parent, *_python_roots()]
+        readable += [Path(p) for p in plan.SYSTEM_LIBRARIES if os.path.exists(p)]
+        grants = [(p, plan.READ) for p in readable]
+        grants += [
+            (p, plan.READ_FILE | plan.EXECUTE) for p in (executable, *_interpreter(executable))
+        ]
+        rules = plan.rules(grants, [(p, plan.EVERYTHING) for p in self.secrets], _children)
+        fd = landlock.ruleset(version, rules, network=False)
+        return Confinement.make(fd, seccomp.program(_arch(), network=False, processes=False))
+
+
+def _arch() -> "seccomp.Arch":
+    from magi_code.tools.sandbox import seccomp
+
+    arch = seccomp.machine()
+    assert arch is not None  # support() checked it
+    return arch
+
+
+def _children(folder: Path) -> Iterable[Path]:
+    try:
+        with os.scandir(folder) as entries:
+            return [Path(entry.path) for entry in entries]
+    except OSError:
+        return []
+
+
+def _python_roots() -> list[Path]:
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    found = {Path(os.path.realpath(p)) for p in roots if p}
+    return sorted(p for p in found if p != Path("/"))
+
+
+def _interpreter(executable: Path) -> list[Path]:
+    """The ELF program interpreter (dynamic loader) `executable` names, if any: exec opens it
+    too, so it needs the same right."""
+    try:
+        with open(executable, "rb") as elf:
+            head = elf.read(64)
+            if head[:4] != b"\x7fELF" or head[4] != 2:  # 64-bit little-endian only
+                return []
+            phoff, phentsize, phnum = (
+                struct.unpack_from("<Q", head, 32)[0],
+                *struct.unpack_from("<HH", head, 54),
+            )
+            elf.seek(phoff)
+            table = elf.read(phentsize * phnum)
+            for i in range(phnum):
+                kind, _, offset, _, _, size = struct.unpack_from("<IIQQQQ", table, i * phentsize)
+                if kind == 3:  # PT_INTERP
+                    elf.seek(offset)
+                    name = elf.read(size).rstrip(b"\0").decode()
+                    return [Path(os.path.realpath(name))]
+    except (OSError, struct.error, UnicodeDecodeError):
+        pass
+    return []
