@@ -18,6 +18,8 @@ What `<cwd>/.magi-code/settings.toml` may set (README, "Security model", shows t
 | providers.<new> (never with a credential key, see below)    | no        | yes     |
 | any key not named in this table                             | no        | yes     |
 | melchior.talk (instance < run < project)                    | narrow (4)| narrow  |
+| sandbox.mode / network / writable_roots / deny_read         | narrow (5)| narrow  |
+| approval_mode                                               | no        | no      |
 | mcp.approved, permissions.trusted_projects,                 | no        | no      |
 | sessions.retention_days                                     |           |         |
 | mcp.servers.*.headers / bearer_token_env (credentials)      | no        | no      |
@@ -32,6 +34,9 @@ What `<cwd>/.magi-code/settings.toml` may set (README, "Security model", shows t
     stricter (tools/policy.py); `allow` rules are dropped.
 (4) kept only when at most as wide as the global value (default `instance`): melchior's wall
     is the user's setting, handed to `melchior serve`/`tool` as MAGI_MELCHIOR_TALK.
+(5) `mode` kept only when at least as narrow as the global one (read-only < workspace-write <
+    full-access), `network` only when false, `writable_roots` only the global list's own
+    entries; `deny_read` adds to the global list.
 Project locations read only in a trusted workspace: PROJECT_LOCATIONS.
 
 A key its file may not set is dropped and named in the result (`Dropped`), so a face can warn;
@@ -61,6 +66,7 @@ TOP_LEVEL = {
     "code_mode": TRUSTED,  # turns on the `code` tool (tools/code_mode.py)
     "skills": TRUSTED,
     "agents": TRUSTED,
+    "approval_mode": NEVER,  # the global `auto` (or `ask`); faces' flags choose per launch
 }
 PERMISSIONS = {
     "default_read": NARROW,
@@ -155,6 +161,8 @@ def admit_project(
             _providers(value, base.get("providers"), trusted, kept, dropped)
         elif key == "melchior" and isinstance(value, Mapping):
             _melchior(value, base.get("melchior"), kept, dropped)
+        elif key == "sandbox" and isinstance(value, Mapping):
+            _sandbox(value, base.get("sandbox"), kept, dropped)
         elif key in ("mcp", "sessions") and isinstance(value, Mapping):
             _table(key, value, MCP if key == "mcp" else SESSIONS, trusted, kept, dropped)
             if key == "mcp" and isinstance(kept.get("mcp", {}).get("servers"), Mapping):
@@ -263,6 +271,34 @@ def _melchior(
         else:
             dropped.append(f"melchior.{key}")
     kept["melchior"] = out
+
+
+SANDBOX_MODES = ("read-only", "workspace-write", "full-access")  # narrowest first
+
+
+def _sandbox(
+    table: Mapping[str, Any], base: object, kept: dict[str, Any], dropped: list[str]
+) -> None:
+    """A project may narrow the sandbox, trusted or not, and widen nothing."""
+    base_table = base if isinstance(base, Mapping) else {}
+    base_mode = base_table.get("mode", "workspace-write")
+    ceiling = SANDBOX_MODES.index(base_mode) if base_mode in SANDBOX_MODES else 1
+    base_roots = base_table.get("writable_roots", [])
+    base_denied = base_table.get("deny_read", [])
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        narrower_mode = value in SANDBOX_MODES and SANDBOX_MODES.index(value) <= ceiling
+        if (key == "mode" and narrower_mode) or (key == "network" and value is False):
+            out[key] = value
+        elif key == "writable_roots" and isinstance(value, list) and isinstance(base_roots, list):
+            out[key] = [root for root in value if root in base_roots]
+            if len(out[key]) != len(value):
+                dropped.append("sandbox.writable_roots")
+        elif key == "deny_read" and isinstance(value, list) and isinstance(base_denied, list):
+            out[key] = [*base_denied, *value]
+        else:
+            dropped.append(f"sandbox.{key}")
+    kept["sandbox"] = out
 
 
 def _narrows(value: object, base: object) -> bool:

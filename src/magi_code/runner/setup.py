@@ -24,6 +24,7 @@ from magi_code.tools.host_io import HostIO
 from magi_code.tools.narrowing import narrowed, with_skill_reads
 from magi_code.tools.paths import Protected
 from magi_code.tools.policy import Policy
+from magi_code.tools.sandbox.modes import MODE_ENV, Sandbox, SandboxSettings
 from magi_code.tools.skill import SkillTool
 
 if TYPE_CHECKING:
@@ -56,6 +57,15 @@ def tool_env(admitted: Admitted) -> dict[str, str]:
     }
 
 
+def sandbox(admitted: Admitted) -> Sandbox:
+    """The session's OS sandbox: the `[sandbox]` settings, a face's MAGI_SANDBOX_MODE over
+    their mode (startup has validated both)."""
+    chosen = SandboxSettings.from_settings(
+        admitted.settings.get("sandbox"), admitted.env.get(MODE_ENV)
+    )
+    return Sandbox(chosen, Path(admitted.cwd), admitted.paths.home, admitted.env.get("HOME"))
+
+
 def policy(admitted: Admitted) -> Policy:
     """The permission policy, with MC_HOME and the user's credential files protected."""
     protected = Protected.for_homes(admitted.paths.home, admitted.env.get("HOME"))
@@ -69,6 +79,7 @@ class TurnParts:
         self.admitted = admitted
         self.tools, self.policy = context_tools(admitted.context, builtin_tools(), policy(admitted))
         self.env = tool_env(admitted)
+        self.sandbox = sandbox(admitted)
         self.code_policy = code_mode_policy(admitted) if code_mode(admitted) else None
         self.hooks = _hooks(admitted.settings.get("hooks"))
         self.providers: dict[str, Provider] = {}
@@ -151,6 +162,7 @@ def turn_setup(
         hooks=_hook_runner(built.hooks, session_id, Path(admitted.cwd), built.env),
         code_policy=code_policy,
         host_io=host_io,
+        sandbox=built.sandbox,
     )
 
 

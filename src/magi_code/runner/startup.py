@@ -166,6 +166,7 @@ def admit(
         raise StartupError("configuration_invalid") from exc
     check_mcp(conf)
     check_permissions(conf)
+    check_sandbox(conf, env)
     check_hooks_and_code_mode(conf)
     credential_providers = loaded.base["providers"]
     check_provider(conf, where, env, credential_providers)
@@ -273,6 +274,16 @@ def check_permissions(conf: Mapping[str, Any]) -> None:
         Policy.from_settings(conf.get("permissions"))
     except PolicyError as exc:
         raise StartupError("configuration_invalid") from exc
+
+
+def check_sandbox(conf: Mapping[str, Any], env: Mapping[str, str]) -> None:
+    """A bad `[sandbox]` table or MAGI_SANDBOX_MODE fails startup."""
+    from magi_code.tools.sandbox.modes import MODE_ENV, SandboxError, SandboxSettings
+
+    try:
+        SandboxSettings.from_settings(conf.get("sandbox"), env.get(MODE_ENV))
+    except SandboxError as exc:
+        raise StartupError("configuration_invalid", "the [sandbox] settings") from exc
 
 
 def check_hooks_and_code_mode(conf: Mapping[str, Any]) -> None:

@@ -72,6 +72,7 @@ from magi_code.tools.summaries import clip_utf8, safe_summary
 
 if TYPE_CHECKING:
     from magi_code.runner.hook_runs import Fired, HookRunner
+    from magi_code.tools.sandbox.modes import Sandbox
 
 CHUNK_PERSIST_BYTES = limits.HISTORY_CHUNK_BYTES  # unpersisted text before a chunk record
 
@@ -147,6 +148,7 @@ class TurnSetup:
     hooks: "HookRunner | None" = None  # None: no hook is configured (nor are they imported)
     code_policy: Policy | None = None  # Code Mode on: the policy of the calls a program makes
     host_io: HostIO | None = None  # the client's files and terminals (ACP), else local I/O
+    sandbox: "Sandbox | None" = None  # the session's OS sandbox (tools/sandbox)
 
 
 def new_id() -> str:
@@ -481,6 +483,7 @@ class Turn:
             approve=self.setup.approvals.request,
             bridge=bridge,
             host=self.setup.host_io,
+            sandbox=self.setup.sandbox,
         )
 
     async def run_tool(self, tool: Tool[Any], args: Any, ctx: ToolContext) -> ToolOutcome:

@@ -152,7 +152,9 @@ class Shell:
                 await kill_group(process, SHELL_KILL_GRACE_S)
                 await process.aclose()
         timed_out = deadline.cancelled_caught and exit_code is None
-        where = f"sandbox: {sandbox.describe()}" if confinement and sandbox else "no sandbox"
+        where = ""  # no sandbox in this context: nothing to say
+        if ctx.sandbox is not None:
+            where = f"sandbox: {ctx.sandbox.describe()}" if confinement else "outside the sandbox"
         return _outcome(args, process.returncode, capture, timed_out, where)
 
     async def run_on_host(self, args: ShellArgs, run: HostRunner, ctx: ToolContext) -> ToolOutcome:
@@ -214,9 +216,10 @@ def _outcome(
     if not timed_out and not capture.eof:
         status += "; background processes holding the output were killed"
     ok = not timed_out and code == 0
-    denied = not ok and where != "no sandbox" and any(s in text for s in SANDBOX_REFUSALS)
+    confined = where.startswith("sandbox:")
+    denied = not ok and confined and any(refusal in text for refusal in SANDBOX_REFUSALS)
     if not text.endswith("\n"):
         text += "\n" if text else "(no output)\n"
-    output = f"{text}[{status}; {where}]"
+    output = f"{text}[{status}{'; ' if where else ''}{where}]"
     summary = f"run: {args.command} ({status})"
     return ToolOutcome(ok, output, summary, sandbox_denied=denied)

@@ -5,6 +5,8 @@ Settings (GLOBAL; a project file may only narrow them, config/trust.py):
 - `network`: false by default (Unix sockets stay usable for commands);
 - `writable_roots`: more folders `workspace-write` may write;
 - `deny_read`: more secret places, besides SECRET_PLACES and MC_HOME.
+A face's `--sandbox MODE` is handed to the runner (and to subagents, which inherit it) as
+MAGI_SANDBOX_MODE in the environment; it wins over `mode`.
 
 `Sandbox.shell()` and `Sandbox.code_mode()` make a fresh `Confinement` for one spawn (a new
 Landlock ruleset: the secret places' neighbours are listed at that moment). Where the kernel
@@ -38,6 +40,7 @@ Mode = Literal["read-only", "workspace-write", "full-access"]
 MODES: tuple[Mode, ...] = ("read-only", "workspace-write", "full-access")  # narrowest first
 DEFAULT_MODE: Mode = "workspace-write"
 _KEYS = frozenset({"mode", "network", "writable_roots", "deny_read"})
+MODE_ENV = "MAGI_SANDBOX_MODE"
 
 # Never readable inside the sandbox (under the user's home), besides MC_HOME and `deny_read`.
 SECRET_PLACES = tuple(
@@ -71,7 +74,7 @@ class SandboxSettings:
 
     @classmethod
     def from_settings(cls, table: object, mode: str | None = None) -> "SandboxSettings":
-        """Validate the `[sandbox]` table; `mode` (a face's `--sandbox`) overrides its mode."""
+        """Validate the `[sandbox]` table; `mode` (MAGI_SANDBOX_MODE) overrides its mode."""
         if table is None:
             table = {}
         if not isinstance(table, Mapping) or not set(table) <= _KEYS:
@@ -136,6 +139,7 @@ class Sandbox:
         self, settings: SandboxSettings, workspace: Path, mc_home: str, user_home: str | None
     ) -> None:
         self.settings = settings
+        self.mode: Mode = settings.mode  # a face may switch it (Mission Control's /permissions)
         self.workspace = workspace.resolve()
         homes = [Path(mc_home)]
         if user_home:
@@ -143,10 +147,6 @@ class Sandbox:
         secrets = [p.resolve() for p in (*homes, *settings.deny_read)]
         self.secrets = tuple(p for p in dict.fromkeys(secrets) if os.path.lexists(p))
         self._temp: Path | None = None
-
-    @property
-    def mode(self) -> Mode:
-        return self.settings.mode
 
     def confines_shell(self) -> bool:
         """Whether shell commands run confined (a mode other than full-access, and support)."""
