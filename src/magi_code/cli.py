@@ -31,6 +31,8 @@ USAGE = """usage:
   magi-code trust [PATH] | untrust [PATH]   (un)list a folder in the global trusted_projects
   magi-code mcp list [--probe] | add | remove | approve | digest | login | logout
                                  MCP servers (magi-code mcp -h)
+  magi-code sandbox [--mode MODE] [--network] -- CMD [ARGS...]
+                                 run a command in this folder's OS sandbox (sandbox -h)
   magi-code sessions list [--json]
   magi-code sessions prune [--older-than DAYS] [--dry-run]
 """
@@ -54,8 +56,8 @@ def wants_help(args: list[str]) -> bool:
     answers it itself."""
     if args[:1] == ["serve"]:
         return args[1:] in (["-h"], ["--help"])
-    if args[:1] == ["mcp"]:
-        return False  # the mcp commands answer -h/--help with their own usage
+    if args[:1] in (["mcp"], ["sandbox"]):
+        return False  # these answer -h/--help with their own usage
     words = [w for i, w in enumerate(args) if i == 0 or args[i - 1] != "--prompt"]
     return "-h" in words or "--help" in words
 
@@ -88,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
         return sessions_command(args[1:])
     if args[:1] in (["trust"], ["untrust"]) and len(args) <= 2:
         return trust_command(args[0], args[1] if len(args) == 2 else os.getcwd())
+    if args[:1] == ["sandbox"]:
+        from magi_code.tools.sandbox.command import main as sandbox_command
+
+        return sandbox_command(args[1:])
     if args[:1] == ["mcp"]:
         from magi_code.mcp.commands import main as mcp_command
 

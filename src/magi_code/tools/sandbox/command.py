@@ -1,0 +1,92 @@
+"""`magi-code sandbox [--mode MODE] [--network] -- CMD ARGS...`: any command in the sandbox.
+
+The command runs as a shell tool call would here: under the `[sandbox]` settings of this
+folder (the global ones, narrowed by the project's), with this folder as its workspace, its
+stdin, stdout and stderr being ours. `--mode` and `--network` choose for this run. Exit
+status: the command's own (128 + N after signal N); 2 for bad usage, or when there is no
+sandbox here or the kernel refuses it (nothing ran).
+"""
+
+import os
+import subprocess
+import sys
+
+USAGE = """usage: magi-code sandbox [--mode read-only|workspace-write|full-access] [--network] \
+-- CMD [ARGS...]
+  Runs CMD inside the OS sandbox that shell commands get in this folder, and exits with its
+  status. Without --mode, the mode of the settings ([sandbox] mode, default workspace-write).
+"""
+
+
+def main(args: list[str]) -> int:
+    if args[:1] in (["-h"], ["--help"]):
+        sys.stdout.write(USAGE)
+        return 0
+    if "--" not in args:
+        return _refuse("put -- before the command")
+    options, command = args[: args.index("--")], args[args.index("--") + 1 :]
+    mode, network, words = None, False, iter(options)
+    for word in words:
+        name, equals, inline = word.partition("=")
+        if name == "--mode" and mode is None:
+            mode = inline if equals else next(words, None)
+            if mode is None:
+                return _refuse("--mode needs a value")
+        elif word == "--network" and not network:
+            network = True
+        else:
+            return _refuse("unknown or repeated option before --")
+    if not command:
+        return _refuse("name a command after --")
+    return _run(command, mode, network)
+
+
+def _run(command: list[str], mode: str | None, network: bool) -> int:
+    from pathlib import Path
+
+    from magi_code.config import paths, settings
+    from magi_code.tools.sandbox.modes import MODE_ENV, Sandbox, SandboxError, SandboxSettings
+
+    home = os.path.realpath(paths.resolve_home(os.environ))
+    cwd = os.path.realpath(os.getcwd())
+    try:
+        loaded = settings.load_layers(paths.Paths(home).settings, paths.project_settings(cwd))
+        table = dict(loaded.settings.get("sandbox") or {})
+        if network:
+            table["network"] = True
+        chosen = SandboxSettings.from_settings(table, mode or os.environ.get(MODE_ENV))
+    except settings.SettingsError:
+        return _refuse(f"the settings in {paths.Paths(home).settings} are not valid")
+    except SandboxError:
+        return _refuse("--mode takes read-only, workspace-write or full-access")
+    sandbox = Sandbox(chosen, Path(cwd), home, os.environ.get("HOME"))
+    if chosen.mode != "full-access" and not sandbox.confines_shell():
+        return _fail(f"no OS sandbox here: {sandbox.describe()}; nothing ran")
+    try:
+        confinement = sandbox.shell()
+    except OSError as refused:
+        return _fail(f"the kernel refused the sandbox ({refused.strerror}); nothing ran")
+    env = sandbox.env(os.environ) if confinement is not None else dict(os.environ)
+    try:
+        child = subprocess.Popen(
+            command, env=env, preexec_fn=confinement.apply if confinement else None
+        )
+    except subprocess.SubprocessError:
+        return _fail("the sandbox could not be applied; nothing ran")
+    except OSError as failed:
+        return _fail(f"cannot run {command[0]!r}: {failed.strerror}")
+    finally:
+        if confinement is not None:
+            os.close(confinement.ruleset_fd)
+    code = child.wait()
+    return 128 - code if code < 0 else code
+
+
+def _refuse(message: str) -> int:
+    sys.stderr.write(f"magi-code sandbox: {message}\n{USAGE}")
+    return 2
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"magi-code sandbox: {message}\n")
+    return 2
