@@ -22,7 +22,8 @@ USAGE = """usage:
   magi-code resume [ID] [OPTIONS]  continue a stored session (a picker without ID)
   magi-code --prompt TEXT        run one prompt in Mission Control and exit with its outcome
   options: --continue (the latest session of this workspace), --model NAME, --provider NAME,
-           --agent NAME (agent profile), --approval-mode ask|edits|full, --version, -h/--help
+           --agent NAME (agent profile), --approval-mode ask|edits|full|auto,
+           --sandbox read-only|workspace-write|full-access, --version, -h/--help
   magi-code context [--agent NAME]         what the model is told, redacted, with sources
   magi-code serve --stdio        the local-agent protocol over inherited pipes
   magi-code exec [--json] [PROMPT | -]   one prompt for scripts and CI (exec --help)
@@ -37,6 +38,15 @@ USAGE = """usage:
   magi-code sessions prune [--older-than DAYS] [--dry-run]
 """
 DAYS_DIGITS = 9  # --older-than: a day count, not a number to make int() work hard
+
+
+def keep_secrets() -> None:
+    """No other process of the user (sandboxed or not) reads this one's environment or memory
+    through /proc (Linux: not dumpable)."""
+    if sys.platform.startswith("linux"):
+        from magi_code.tools.sandbox.confine import mark_undumpable
+
+        mark_undumpable()
 
 
 def refuse(message: str) -> int:
@@ -75,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     if "--app" in args or args[:1] == ["daemon"]:
         return refuse("the --app and daemon forms are no longer supported")
     if args[:1] == ["serve"]:
-        return serve(args[1:])
+        return serve(args[1:])  # marks itself undumpable while it warms
+    keep_secrets()
     if args[:1] == ["exec"]:
         from magi_code.exec import run_and_exit
 
@@ -117,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 VALUED = {"--prompt": "prompt", "--model": "model", "--provider": "provider", "--agent": "agent"}
-APPROVAL_MODES = ("ask", "edits", "full")
+APPROVAL_MODES = ("ask", "edits", "full", "auto")
+SANDBOX_MODES = ("read-only", "workspace-write", "full-access")
 
 
 def mission_control_options(args: list[str]) -> Launch | str:
@@ -145,9 +157,14 @@ def mission_control_options(args: list[str]) -> Launch | str:
         elif name == "--approval-mode" and "approval_mode" not in fields:
             value = inline if equals else next(words, None)
             if value not in APPROVAL_MODES:
-                return "--approval-mode takes ask, edits or full"
+                return "--approval-mode takes ask, edits, full or auto"
             fields["approval_mode"] = value
-        elif name in (*VALUED, "--approval-mode", "--continue"):
+        elif name == "--sandbox" and "sandbox" not in fields:
+            value = inline if equals else next(words, None)
+            if value not in SANDBOX_MODES:
+                return "--sandbox takes read-only, workspace-write or full-access"
+            fields["sandbox"] = value
+        elif name in (*VALUED, "--approval-mode", "--sandbox", "--continue"):
             return f"{name} is given twice"
         else:
             import re

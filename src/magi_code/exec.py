@@ -55,7 +55,11 @@ options:
                             ask    refuse it and say so (default)
                             edits  allow file edits inside this folder
                             full   allow everything the permission rules would ask about
-                          deny rules and protected paths hold in every mode
+                            auto   allow what the OS sandbox contains (shell commands, and
+                                   edits inside this folder in workspace-write); refuse the rest
+                          deny rules and protected paths hold in every mode; default: the
+                          `approval_mode` setting (ask or auto), else ask
+  --sandbox MODE          read-only, workspace-write or full-access, instead of [sandbox] mode
   --continue              continue the latest session of this folder
   --session ID            continue session ID (see `magi-code sessions list`)
   --model NAME            the model to use (of the configured provider)
@@ -95,7 +99,8 @@ class UsageError(Exception):
 class Options:
     prompt: str | None = None  # the PROMPT argument, "-" for stdin
     json: bool = False
-    mode: Mode = "ask"
+    mode: Mode | None = None  # None: the `approval_mode` setting's
+    sandbox: str | None = None
     continue_latest: bool = False
     session: str | None = None
     model: str | None = None
@@ -105,11 +110,13 @@ class Options:
 
 OPTION_NAME = re.compile(r"--?[a-z][a-z-]{0,31}")
 VALUED = {"--approval-mode": "mode", "--session": "session", "--model": "model", "--agent": "agent"}
+VALUED["--sandbox"] = "sandbox"
 
 
 def parse(args: list[str]) -> Options:
     """`exec` options; raises UsageError. `--` ends the options (a prompt may start with -)."""
     from magi_code.tools.approval_modes import MODES
+    from magi_code.tools.sandbox.modes import MODES as SANDBOX_MODES
 
     options = Options()
     seen: set[str] = set()
@@ -140,8 +147,10 @@ def parse(args: list[str]) -> Options:
             raise UsageError("give exactly one PROMPT (quote it)")
         else:
             options.prompt = word
-    if options.mode not in MODES:
-        raise UsageError("--approval-mode takes ask, edits or full")
+    if options.mode is not None and options.mode not in MODES:
+        raise UsageError("--approval-mode takes ask, edits, full or auto")
+    if options.sandbox is not None and options.sandbox not in SANDBOX_MODES:
+        raise UsageError("--sandbox takes read-only, workspace-write or full-access")
     if options.continue_latest and options.session is not None:
         raise UsageError("--continue and --session exclude each other")
     return options
@@ -258,7 +267,7 @@ class ExecEmitter:
 
         assert self.broker is not None
         await self.critical(ApprovalRequested(approval_id, summary, expires_in_ms))
-        mode, asked = self.options.mode, self.broker.asked(approval_id)
+        mode, asked = self.options.mode or "ask", self.broker.asked(approval_id)
         why = refusal(mode, asked, self.workspace, self.protected)
         if why is not None:
             said = f"refused without asking (--approval-mode {mode}): {summary}; {why}"
@@ -315,9 +324,13 @@ def _main(args: list[str]) -> int:
 
 def start(options: Options, prompt: str, out: Output) -> int:
     from magi_code.runner.startup import StartupError, admit
+    from magi_code.tools.sandbox.modes import MODE_ENV
 
+    env = dict(os.environ)
+    if options.sandbox is not None:
+        env[MODE_ENV] = options.sandbox
     try:
-        admitted = admit(os.getcwd(), dict(os.environ), agent=options.agent)
+        admitted = admit(os.getcwd(), env, agent=options.agent)
     except StartupError as failed:
         return startup_failed(failed)
     for dropped in admitted.dropped:
@@ -428,7 +441,11 @@ async def run(
     provider, model, _ = chosen
     control = TurnControl()
     # The workspace is canonical, as the tools resolve their paths.
-    rules = (Path(admitted.cwd), parts(admitted).policy.protected)
+    built = parts(admitted)
+    if options.mode is None:  # the `approval_mode` setting's (ask or auto)
+        options.mode = "auto" if built.sandbox.auto else "ask"
+    built.sandbox.auto = options.mode == "auto"
+    rules = (Path(admitted.cwd), built.policy.protected)
     emitter = ExecEmitter(out, options, control, rules)
     emitter.session_id, emitter.run_id = attachment.session_id, new_id()
     broker = emitter.broker = ApprovalBroker(emitter.announce)

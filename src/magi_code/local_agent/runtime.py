@@ -194,11 +194,17 @@ class LocalRuntime:
             threading.Thread(target=self._warm, args=(interval,), name="warm", daemon=True).start()
         except RuntimeError:  # no thread to be had: the first requests do the work
             sys.setswitchinterval(interval)
+            from magi_code.cli import keep_secrets
+
+            keep_secrets()
 
     def _warm(self, interval: float) -> None:
         from magi_code.debug import absorbed, note
 
         try:
+            from magi_code.cli import keep_secrets
+
+            keep_secrets()  # before any tool, hook or MCP server can look at /proc
             for name in SESSION_MODULES + LOOP_MODULES:
                 __import__(name)  # the C path: -X importtime logs it
             self.portal()

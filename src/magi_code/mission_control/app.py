@@ -55,6 +55,7 @@ from magi_code.runner.events import (
 )
 from magi_code.runner.turn import TurnControl
 from magi_code.sessions import SessionError
+from magi_code.tools.sandbox.modes import MODES as SANDBOX_MODES
 
 EXIT_CODES = {"completed": 0, "failed": 1, "cancelled": 130}
 
@@ -164,6 +165,7 @@ class MissionControl(App[int]):
             f"{self.hint or self.state} · {self.driver.provider}/{self.driver.model} · "
             f"context {share}% of {window:,} · "
             f"tokens {tally.session_input:,} in {tally.session_output:,} out · approvals: {mode}"
+            f" · sandbox: {self.driver.sandbox.mode}"
         )
 
     async def hydrate(self) -> None:
@@ -545,6 +547,7 @@ class MissionControl(App[int]):
                 f"trust         {trust_word(driver.admitted.trusted)}",
                 f"MCP servers   {servers}",
                 f"approvals     {driver.grants.mode}",
+                f"sandbox       {driver.sandbox.describe()}",
                 f"agent         {driver.admitted.context.profile.name}",
                 "instructions, in the order the model reads them:",
                 *told,
@@ -607,11 +610,19 @@ class MissionControl(App[int]):
     def pick_mode(self, argument: str) -> None:
         async def chosen(mode: str | None) -> None:
             if mode in APPROVAL_MODES:
-                self.driver.grants.mode = mode
+                self.driver.set_approval_mode(mode)
                 await self.say(f"Approval mode: {mode}")
                 self.refresh_status()
+            elif mode in SANDBOX_MODES:
+                self.driver.sandbox.mode = mode
+                await self.say(f"Sandbox: {self.driver.sandbox.describe()}")
+                self.refresh_status()
             elif mode is not None:
-                await self.say("Approval modes: ask, edits, full", "error")
+                await self.say(
+                    "Approval modes: ask, edits, full, auto; sandbox modes: read-only, "
+                    "workspace-write, full-access",
+                    "error",
+                )
 
         if argument:
             self.call_later(chosen, argument)
@@ -620,8 +631,12 @@ class MissionControl(App[int]):
             ("ask", "ask: every write and command asks"),
             ("edits", "edits: edits inside the workspace are allowed; commands ask"),
             ("full", "full: everything the settings do not deny is allowed"),
+            ("auto", "auto: what the sandbox contains runs unasked; the rest asks"),
+            ("read-only", "sandbox read-only: commands read, and write only a temp folder"),
+            ("workspace-write", "sandbox workspace-write: commands also write the workspace"),
+            ("full-access", "sandbox full-access: commands run unconfined"),
         ]
-        self.push_screen(PickerScreen("Approval mode", options), chosen)
+        self.push_screen(PickerScreen("Approval or sandbox mode", options), chosen)
 
 
 def session_row(row: StoredRow) -> tuple[str, str]:

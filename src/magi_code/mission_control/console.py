@@ -23,7 +23,8 @@ def banner(driver: Driver) -> str:
     trust = "trusted" if driver.admitted.trusted else "not trusted"
     return (
         f"magi-code {version('magi-code')} · {driver.provider}/{driver.model} · "
-        f"workspace {driver.admitted.cwd} ({trust}) · session {session}"
+        f"workspace {driver.admitted.cwd} ({trust}) · session {session}\n"
+        f"sandbox {driver.sandbox.describe()}"
     )
 
 
@@ -71,6 +72,10 @@ def prepare(launch: Launch, env: dict[str, str]) -> Driver:
     cwd = os.path.realpath(os.getcwd())
     if launch.prompt is None and not ask_trust(cwd, paths.resolve_home(env)):
         raise Quit
+    if launch.sandbox is not None:
+        from magi_code.tools.sandbox.modes import MODE_ENV
+
+        env[MODE_ENV] = launch.sandbox  # subagents inherit it
     admitted, pruned = startup(cwd, env, launch.agent)
     for dropped in admitted.dropped:
         print(f"magi-code: {dropped.warning()}", file=sys.stderr)
@@ -85,7 +90,7 @@ def prepare(launch: Launch, env: dict[str, str]) -> Driver:
     if admitted.notices:
         driver.notices.append(f"{len(admitted.notices)} context notice(s), listed above")
     try:
-        driver.grants.mode = launch.approval_mode
+        driver.set_approval_mode(launch.approval_mode or driver.approval_setting())
         resume = launch.resume
         if launch.continue_latest:
             resume = driver.latest_here()

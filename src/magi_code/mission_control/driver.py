@@ -50,6 +50,7 @@ from magi_code.tools.summaries import safe_summary
 
 if TYPE_CHECKING:
     from magi_code.runner.agents import SessionAgents
+    from magi_code.tools.sandbox.modes import Sandbox
 
 HEADER_BYTES = 64 * 1024  # how far a session file is read for its header line
 DIFF_TIMEOUT_S = 10.0
@@ -96,7 +97,8 @@ class Launch:
     continue_latest: bool = False
     provider: str | None = None
     model: str | None = None
-    approval_mode: ApprovalMode = "ask"
+    approval_mode: ApprovalMode | None = None  # None: the `approval_mode` setting's
+    sandbox: str | None = None  # --sandbox: the sandbox mode, over `[sandbox] mode`
     agent: str | None = None  # --agent: the primary agent profile
 
 
@@ -329,6 +331,21 @@ class Driver:
                 )
             )
         return sorted(rows, key=lambda row: not row.here)  # stable: newest first within
+
+    @property
+    def sandbox(self) -> "Sandbox":
+        """The session's OS sandbox (tools/sandbox), shared by every turn of this process."""
+        return parts(self.admitted).sandbox
+
+    def approval_setting(self) -> ApprovalMode:
+        """The global `approval_mode` setting: ask (the default) or auto."""
+        return "auto" if self.admitted.settings.get("approval_mode") == "auto" else "ask"
+
+    def set_approval_mode(self, mode: ApprovalMode) -> None:
+        """`auto` lets the runner allow unasked what the sandbox contains; the others are
+        this face's grants."""
+        self.grants.mode = mode
+        self.sandbox.auto = mode == "auto"
 
     def latest_here(self) -> str | None:
         return latest_for(self.store.directory, self.admitted.cwd)

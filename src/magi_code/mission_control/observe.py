@@ -38,8 +38,8 @@ from magi_code.tools.base import Access, Tool, ToolContext, ToolOutcome
 from magi_code.tools.paths import inside
 from magi_code.tools.policy import Decision, Policy
 
-ApprovalMode = Literal["ask", "edits", "full"]
-APPROVAL_MODES: tuple[ApprovalMode, ...] = ("ask", "edits", "full")
+ApprovalMode = Literal["ask", "edits", "full", "auto"]
+APPROVAL_MODES: tuple[ApprovalMode, ...] = ("ask", "edits", "full", "auto")
 
 
 @record

@@ -80,6 +80,7 @@ class TurnParts:
         self.tools, self.policy = context_tools(admitted.context, builtin_tools(), policy(admitted))
         self.env = tool_env(admitted)
         self.sandbox = sandbox(admitted)
+        self.sandbox.auto = admitted.settings.get("approval_mode") == "auto"
         self.code_policy = code_mode_policy(admitted) if code_mode(admitted) else None
         self.hooks = _hooks(admitted.settings.get("hooks"))
         self.providers: dict[str, Provider] = {}

@@ -277,13 +277,19 @@ def check_permissions(conf: Mapping[str, Any]) -> None:
 
 
 def check_sandbox(conf: Mapping[str, Any], env: Mapping[str, str]) -> None:
-    """A bad `[sandbox]` table or MAGI_SANDBOX_MODE fails startup."""
+    """A bad `[sandbox]` table, MAGI_SANDBOX_MODE or `approval_mode` fails startup."""
     from magi_code.tools.sandbox.modes import MODE_ENV, SandboxError, SandboxSettings
 
+    if conf.get("approval_mode", "ask") not in ("ask", "auto"):
+        raise StartupError("configuration_invalid", "approval_mode takes ask or auto")
     try:
         SandboxSettings.from_settings(conf.get("sandbox"), env.get(MODE_ENV))
     except SandboxError as exc:
-        raise StartupError("configuration_invalid", "the [sandbox] settings") from exc
+        detail = (
+            "[sandbox]: mode is read-only, workspace-write or full-access; network is true or "
+            "false; writable_roots and deny_read are lists of paths"
+        )
+        raise StartupError("configuration_invalid", detail) from exc
 
 
 def check_hooks_and_code_mode(conf: Mapping[str, Any]) -> None:

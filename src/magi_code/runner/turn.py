@@ -48,7 +48,7 @@ from magi_code.providers.base import (
     UserText,
     failure_summary,
 )
-from magi_code.records import field, record
+from magi_code.records import field, record, replace
 from magi_code.redact import LiveRedactor, redact
 from magi_code.runner import compaction
 from magi_code.runner.events import (
@@ -215,6 +215,9 @@ class Turn:
             try:
                 projected, revision = self.journal.acknowledge(message_id)
                 await self.emit.critical(InputPersisted(projected, revision))
+                notice = self.setup.sandbox and self.setup.sandbox.unavailable_notice()
+                if notice:
+                    await self.warn("sandbox_unavailable", notice)
                 if await self.prompt_hooks(prompt):
                     await self.loop(self.journal.replay())
             except RunFailed as failed:
@@ -424,6 +427,9 @@ class Turn:
         policy = self.setup.code_policy if code_mode else self.setup.policy
         assert policy is not None
         decision = policy.decide(call.name, access, self.setup.workspace)
+        sandbox = None if ctx.host is not None and ctx.host.run is not None else ctx.sandbox
+        if decision == "ask" and sandbox and sandbox.contains(call.name, access, policy.protected):
+            decision = "allow"  # approval mode `auto`: the sandbox contains it
         question = f"Code Mode: {summary}" if code_mode else summary
         allowed = decision == "allow" or (
             decision == "ask"
@@ -434,6 +440,8 @@ class Turn:
         if not allowed:
             return ToolOutcome(False, "The user did not allow this action.", f"denied: {summary}")
         outcome = await self.run_tool(tool, args, ctx)
+        if outcome.sandbox_denied:
+            outcome = await self.outside_sandbox(tool, call, args, access, summary, ctx, outcome)
         said = {"ok": outcome.ok, "summary": outcome.summary}
         fired = await self.hook(
             "post_tool_use", call.name, arguments=arguments, outcome=said, via=via
@@ -441,6 +449,29 @@ class Turn:
         if fired is not None and fired.contexts:
             outcome = with_context(outcome, fired.contexts)
         return outcome
+
+    async def outside_sandbox(
+        self,
+        tool: Tool[Any],
+        call: ToolCall,
+        args: Any,
+        access: Access,
+        summary: str,
+        ctx: ToolContext,
+        refused: ToolOutcome,
+    ) -> ToolOutcome:
+        """A command the sandbox refused something: ask to run it again outside (a face that
+        cannot ask refuses by its approval mode); the model learns which way it went."""
+        question = f"Run outside the sandbox? The sandbox refused part of: {summary}"
+        outside = Access("shell", (), access.command)
+        if not await self.setup.approvals.request(
+            question, Asked(call.name, outside, call.arguments)
+        ):
+            note = "\n[the sandbox refused this; running it outside the sandbox was not allowed]"
+            return ToolOutcome(False, refused.output + note, refused.summary)
+        again = await self.run_tool(tool, args, replace(ctx, unconfined=True))
+        note = "[ran again outside the sandbox, as the user allowed]\n"
+        return ToolOutcome(again.ok, note + again.output, again.summary)
 
     async def bridged(self, name: str, arguments: str) -> ToolOutcome:
         """One call a `code` program makes: an activity of its own (not a model tool call),

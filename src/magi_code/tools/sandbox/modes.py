@@ -28,11 +28,13 @@ from typing import Literal
 
 from magi_code.records import record
 from magi_code.tools import ToolsError
-from magi_code.tools.paths import USER_CREDENTIALS
+from magi_code.tools.paths import USER_CREDENTIALS, inside
 from magi_code.tools.sandbox import plan
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from magi_code.tools.base import Access
+    from magi_code.tools.paths import Protected
     from magi_code.tools.sandbox import seccomp
     from magi_code.tools.sandbox.confine import Confinement
 
@@ -147,10 +149,41 @@ class Sandbox:
         secrets = [p.resolve() for p in (*homes, *settings.deny_read)]
         self.secrets = tuple(p for p in dict.fromkeys(secrets) if os.path.lexists(p))
         self._temp: Path | None = None
+        self.auto = False  # approval mode `auto`: what the sandbox contains runs unasked
+        self._told = False
 
     def confines_shell(self) -> bool:
         """Whether shell commands run confined (a mode other than full-access, and support)."""
         return self.mode != "full-access" and support()[1] is None
+
+    def contains(self, tool: str, access: "Access", protected: "Protected") -> bool:
+        """Whether a call that the rules would ask about may run unasked in `auto`: a shell
+        command run in the sandbox (read-only or workspace-write), or, in workspace-write, an
+        edit whose every path lies in the workspace, off protected paths and off `.git` and
+        `.magi-code`. Never where the sandbox is off or unavailable."""
+        if not self.auto or not self.confines_shell():
+            return False
+        if access.kind == "shell":
+            return tool == "shell"
+        if access.kind != "write" or self.mode != "workspace-write" or not access.paths:
+            return False
+        return all(
+            inside(path, self.workspace)
+            and protected.floor("write", path) == "allow"
+            and not set(path.relative_to(self.workspace).parts[:1]) & set(plan.READ_ONLY_NAMES)
+            for path in access.paths
+        )
+
+    def unavailable_notice(self) -> str | None:
+        """Once per session, where a sandbox was asked for and the kernel offers none."""
+        why = support()[1]
+        if self._told or self.mode == "full-access" or why is None:
+            return None
+        self._told = True
+        return (
+            f"No OS sandbox here ({why}): shell commands run with your rights, `auto` asks as "
+            "`ask` does, and Code Mode programs do not run."
+        )
 
     def temp(self) -> Path:
         """The private temporary folder (0700), made at the first sandboxed spawn."""
