@@ -280,7 +280,7 @@ def test_a_client_offering_nothing_leaves_the_tools_local(workspace: Path, home:
             await conn.prompt(session_id=sid, prompt=[text_block(turn)])
             seen = results(home, sid)
             assert seen["read_file"] == "     1\tcolour: red"
-            assert seen["shell"] == "local\n[exit code 0]"
+            assert seen["shell"] == "local\n[exit code 0; sandbox: workspace-write, network off]"
 
     run(scenario)
     assert client.kinds() == ["permission", "permission"]

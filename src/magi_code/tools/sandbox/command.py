@@ -75,9 +75,6 @@ def _run(command: list[str], mode: str | None, network: bool) -> int:
         return _fail("the sandbox could not be applied; nothing ran")
     except OSError as failed:
         return _fail(f"cannot run {command[0]!r}: {failed.strerror}")
-    finally:
-        if confinement is not None:
-            os.close(confinement.ruleset_fd)
     code = child.wait()
     return 128 - code if code < 0 else code
 

@@ -8,8 +8,10 @@ Settings (GLOBAL; a project file may only narrow them, config/trust.py):
 A face's `--sandbox MODE` is handed to the runner (and to subagents, which inherit it) as
 MAGI_SANDBOX_MODE in the environment; it wins over `mode`.
 
-`Sandbox.shell()` and `Sandbox.code_mode()` make a fresh `Confinement` for one spawn (a new
-Landlock ruleset: the secret places' neighbours are listed at that moment). Where the kernel
+`Sandbox.shell()` and `Sandbox.code_mode()` give the `Confinement` of a spawn; it is made
+again only when what it was planned from changed (a folder listed to plan around a secret
+place gained or lost an entry, `.git` appeared, the mode changed), so a command costs a few
+`stat` calls, not a plan. Where the kernel
 offers no sandbox, `support()` says why once per process, `shell()` gives None (commands run
 as the user, as the faces say at start) and `code_mode()` raises: a program never runs
 unconfined. MC_NO_LANDLOCK=1 makes this process behave as on such a kernel (for tests and
@@ -151,6 +153,9 @@ class Sandbox:
         self._temp: Path | None = None
         self.auto = False  # approval mode `auto`: what the sandbox contains runs unasked
         self._told = False
+        # The last confinement made for shell commands (True) and Code Mode (False), with
+        # what it was made of and the folders its plan listed (tools/sandbox/plan.py).
+        self._made: dict[bool, tuple[object, tuple[tuple[Path, int], ...], Confinement]] = {}
 
     def confines_shell(self) -> bool:
         """Whether shell commands run confined (a mode other than full-access, and support)."""
@@ -205,22 +210,19 @@ class Sandbox:
         return f"{self.mode}, network {'on' if self.settings.network else 'off'}"
 
     def shell(self) -> "Confinement | None":
-        """The confinement of one shell command; None when commands run unconfined."""
+        """The confinement of a shell command; None when commands run unconfined."""
         if not self.confines_shell():
             return None
-        from magi_code.tools.sandbox import landlock, seccomp
-        from magi_code.tools.sandbox.confine import Confinement
-
         writable = [self.temp()]
         if self.mode == "workspace-write":
             writable += [self.workspace, *self.settings.writable_roots]
             writable += [Path(p).resolve() for p in plan.SHARED_TEMP if os.path.isdir(p)]
-        protected = [
+        protected = tuple(
             root / name
             for root in (self.workspace, *self.settings.writable_roots)
             for name in plan.READ_ONLY_NAMES
             if (root / name).is_dir() and not (root / name).is_symlink()
-        ]
+        )
         mount = bool(protected) and self.mode == "workspace-write" and _can_mount()
         hidden = [(p, plan.EVERYTHING) for p in self.secrets]
         if not mount:
@@ -228,33 +230,64 @@ class Sandbox:
         grants = [(Path("/"), plan.RUN)]
         grants += [(Path(p), plan.READ_FILE | plan.WRITE_FILE) for p in plan.DEVICES]
         grants += [(p, plan.RUN | plan.WRITE) for p in writable]
-        rules = plan.rules(grants, hidden, _children)
-        version = support()[0]
-        fd = landlock.ruleset(version, rules, network=self.settings.network)
-        program = seccomp.program(_arch(), network=self.settings.network)
         read_only = tuple(str(p) for p in protected) if mount else ()
-        return Confinement.make(fd, program, read_only)
+        return self._confinement(grants, hidden, read_only, self.settings.network, True)
 
     def code_mode(self, child_script: Path) -> "Confinement":
         """The confinement of a Code Mode interpreter, in every mode: read the workspace and
         Python's own files, execute only the interpreter, write nothing, no network, no
         processes. Raises SandboxUnavailable where there is no sandbox."""
-        version, why = support()
+        why = support()[1]
         if why is not None:
             raise SandboxUnavailable(why)
-        from magi_code.tools.sandbox import landlock, seccomp
-        from magi_code.tools.sandbox.confine import Confinement
-
         executable = Path(os.path.realpath(sys.executable))
         readable = [self.workspace, child_script.resolve().parent, *_python_roots()]
         readable += [Path(p) for p in plan.SYSTEM_LIBRARIES if os.path.exists(p)]
         grants = [(p, plan.READ) for p in readable]
-        grants += [
-            (p, plan.READ_FILE | plan.EXECUTE) for p in (executable, *_interpreter(executable))
-        ]
-        rules = plan.rules(grants, [(p, plan.EVERYTHING) for p in self.secrets], _children)
-        fd = landlock.ruleset(version, rules, network=False)
-        return Confinement.make(fd, seccomp.program(_arch(), network=False, processes=False))
+        runnable = (executable, *_interpreter(executable))
+        grants += [(p, plan.READ_FILE | plan.EXECUTE) for p in runnable]
+        hidden = [(p, plan.EVERYTHING) for p in self.secrets]
+        return self._confinement(grants, hidden, (), False, False)
+
+    def _confinement(
+        self,
+        grants: list[tuple[Path, int]],
+        hidden: list[tuple[Path, int]],
+        read_only: tuple[str, ...],
+        network: bool,
+        processes: bool,
+    ) -> "Confinement":
+        """The confinement of these grants; the last one made for the same inputs while none
+        of the folders its plan listed has changed (a new or removed entry changes a
+        folder's modification time), else a new one (its ruleset replacing the old)."""
+        from magi_code.tools.sandbox import landlock, seccomp
+        from magi_code.tools.sandbox.confine import Confinement
+
+        key = (tuple(grants), tuple(hidden), read_only, network, processes)
+        kept = self._made.get(processes)
+        if kept is not None and kept[0] == key and all(_mtime(f) == t for f, t in kept[1]):
+            return kept[2]
+        listed: list[tuple[Path, int]] = []
+
+        def children(folder: Path) -> Iterable[Path]:
+            listed.append((folder, _mtime(folder)))
+            return _children(folder)
+
+        rules = plan.rules(grants, hidden, children)
+        fd = landlock.ruleset(support()[0], rules, network=network)
+        program = seccomp.program(_arch(), network=network, processes=processes)
+        made = Confinement.make(fd, program, read_only)
+        if kept is not None:
+            os.close(kept[2].ruleset_fd)
+        self._made[processes] = (key, tuple(listed), made)
+        return made
+
+
+def _mtime(folder: Path) -> int:
+    try:
+        return os.stat(folder).st_mtime_ns
+    except OSError:
+        return -1
 
 
 def _arch() -> "seccomp.Arch":

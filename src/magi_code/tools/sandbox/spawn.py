@@ -1,12 +1,11 @@
 """A child process started inside a confinement (anyio), or as it is when there is none.
 
 anyio's `open_process` takes no `preexec_fn`; its backend's does (the keywords go to
-`subprocess.Popen`), so that is what is called with one. The ruleset descriptor is the
-parent's to close once the child has it. A confinement the child could not apply fails the
-spawn with SandboxFailed: nothing ran.
+`subprocess.Popen`), so that is what is called with one. The confinement (its ruleset
+descriptor) stays the sandbox's, for the next spawn. A confinement the child could not apply
+fails the spawn with SandboxFailed: nothing ran.
 """
 
-import os
 import subprocess
 from collections.abc import Sequence
 from typing import Any
@@ -36,5 +35,3 @@ async def open_process(
         )
     except subprocess.SubprocessError as failed:
         raise SandboxFailed("the sandbox could not be applied") from failed
-    finally:
-        os.close(confinement.ruleset_fd)

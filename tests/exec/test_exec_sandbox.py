@@ -1,0 +1,146 @@
+"""`magi-code exec` with the OS sandbox, over the real console script and the fixture model:
+`auto` runs what the sandbox contains without a question, a command the sandbox refused is
+offered outside it (and only `full` takes the offer), and with no Landlock `auto` asks."""
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from magi_code.client import environment
+from magi_code.tools.sandbox.modes import support
+
+EXEC = [str(Path(sys.executable).with_name("magi-code")), "exec"]
+
+pytestmark = pytest.mark.skipif(
+    support()[1] is not None, reason=f"no Landlock on this kernel: {support()[1]}"
+)
+
+
+def script(*rounds: dict[str, Any]) -> str:
+    return "fixture:" + json.dumps(list(rounds))
+
+
+def shell(command: str) -> dict[str, Any]:
+    return {"tools": [{"name": "shell", "arguments": {"command": command}}]}
+
+
+def run(args: list[str], cwd: Path, home: Path, **env: str) -> list[dict[str, Any]]:
+    done = subprocess.run(
+        [*EXEC, "--json", *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        cwd=cwd,
+        env=environment(home, **env),
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def named(lines: list[dict[str, Any]], event: str) -> list[dict[str, Any]]:
+    return [line["data"] for line in lines if line["event"] == event]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "workspace"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "mc-home"
+
+
+def test_auto_runs_a_sandboxed_command_and_a_workspace_edit_unasked(
+    workspace: Path, home: Path
+) -> None:
+    edit = {"tools": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "new"}}]}
+    lines = run(
+        ["--approval-mode", "auto", script(shell("ls && touch made"), edit)], workspace, home
+    )
+    assert named(lines, "approval.requested") == []
+    assert (workspace / "made").exists()
+    assert (workspace / "a.txt").read_text() == "new"
+    # The same calls under `ask` are asked about, and refused.
+    (workspace / "made").unlink()
+    asked = run([script(shell("touch made"))], workspace, home)
+    assert len(named(asked, "approval.requested")) == 1
+    assert not (workspace / "made").exists()
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[Path]:
+    """A folder outside the workspace and outside /tmp and /var/tmp (which workspace-write
+    may write): in the user's home, as a real target would be."""
+    folder = Path(tempfile.mkdtemp(prefix="magi-code-test-", dir=Path.home()))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_refused_write_is_offered_outside_the_sandbox_and_only_full_takes_it(
+    workspace: Path, home: Path, elsewhere: Path
+) -> None:
+    outside = elsewhere / "outside.txt"
+    command = script(shell(f"touch {outside}"))
+    lines = run(["--approval-mode", "auto", command], workspace, home)
+    (question,) = named(lines, "approval.requested")
+    assert question["summary"].startswith("Run outside the sandbox?")
+    assert any(d["code"] == "approval_denied" for d in named(lines, "diagnostic"))
+    assert not outside.exists()
+    full = run(["--approval-mode", "full", command], workspace, home)
+    command_asked, question = named(full, "approval.requested")  # full answers both
+    assert question["summary"].startswith("Run outside the sandbox?")
+    assert outside.exists()
+
+
+def test_read_only_mode_writes_nothing_in_the_workspace(workspace: Path, home: Path) -> None:
+    lines = run(
+        ["--sandbox", "read-only", "--approval-mode", "auto", script(shell("touch made"))],
+        workspace,
+        home,
+    )
+    assert named(lines, "approval.requested")[0]["summary"].startswith("Run outside")
+    assert not (workspace / "made").exists()
+
+
+def test_without_landlock_auto_asks_says_so_once_and_code_mode_refuses(
+    workspace: Path, home: Path
+) -> None:
+    home.mkdir()
+    (home / "settings.toml").write_text("code_mode = true\n")
+    program = {"tools": [{"name": "code", "arguments": {"program": "print('ran')"}}]}
+    lines = run(
+        ["--approval-mode", "auto", script(shell("touch made"), program)],
+        workspace,
+        home,
+        MC_NO_LANDLOCK="1",
+    )
+    notices = [d for d in named(lines, "diagnostic") if d["code"] == "sandbox_unavailable"]
+    assert len(notices) == 1 and "No OS sandbox here" in notices[0]["summary"]
+    assert len(named(lines, "approval.requested")) == 1  # the command asked, as in `ask`
+    assert not (workspace / "made").exists()
+    records = (home / "sessions").glob("*.jsonl")
+    text = "".join(path.read_text() for path in records)
+    assert "sandbox_unavailable" in text and "ran" not in text.split("sandbox_unavailable")[-1]
+
+
+def test_a_bad_sandbox_mode_is_a_usage_error(workspace: Path, home: Path) -> None:
+    done = subprocess.run(
+        [*EXEC, "--sandbox", "open", "hi"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        cwd=workspace,
+        env=environment(home),
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert b"--sandbox takes read-only, workspace-write or full-access" in done.stderr
