@@ -97,7 +97,8 @@ def test_a_refused_write_is_offered_outside_the_sandbox_and_only_full_takes_it(
     assert any(d["code"] == "approval_denied" for d in named(lines, "diagnostic"))
     assert not outside.exists()
     full = run(["--approval-mode", "full", command], workspace, home)
-    command_asked, question = named(full, "approval.requested")  # full answers both
+    asked, question = named(full, "approval.requested")  # full answers both
+    assert asked["summary"].startswith("run: touch")
     assert question["summary"].startswith("Run outside the sandbox?")
     assert outside.exists()
 
@@ -144,3 +145,66 @@ def test_a_bad_sandbox_mode_is_a_usage_error(workspace: Path, home: Path) -> Non
     )
     assert done.returncode == 2
     assert b"--sandbox takes read-only, workspace-write or full-access" in done.stderr
+
+
+ESCAPE = """
+import gc, os, sys
+sys.modules['__main__']._REFUSED_EVENTS = frozenset()  # the old hook's switch: nothing now
+class Sly(str):
+    pass
+os.path.realpath(Sly('x'))
+[o for o in gc.get_objects() if type(o).__name__ == 'cell']
+home = os.environ['HOME']
+tried = {}
+def attempt(name, action):
+    try:
+        action()
+        tried[name] = 'done'
+    except OSError as e:
+        tried[name] = type(e).__name__
+attempt('ssh_key', lambda: open(home + '/.ssh/id_ed25519').read())
+attempt('credentials', lambda: open(os.environ['MC_HOME'] + '/credentials.json').read())
+attempt('parent_environ', lambda: open(f'/proc/{os.getppid()}/environ', 'rb').read())
+attempt('system', lambda: os.system('id') == 0 or (_ for _ in ()).throw(OSError()))
+attempt('authorized_keys', lambda: open(home + '/.ssh/authorized_keys', 'a').write('key'))
+attempt('fork', os.fork)
+attempt('setsid_fork', lambda: (os.setsid(), os.fork()))
+result = tried
+"""
+
+
+def test_the_code_mode_escapes_fail_end_to_end(workspace: Path, home: Path, tmp_path: Path) -> None:
+    user = tmp_path / "user"
+    (user / ".ssh").mkdir(parents=True)
+    (user / ".ssh" / "id_ed25519").write_text("PRIVATE-KEY-BYTES")
+    home.mkdir()
+    (home / "settings.toml").write_text("code_mode = true\n")
+    (home / "credentials.json").write_text('{"openai": "sk-STORED-SECRET"}')
+    program = {"tools": [{"name": "code", "arguments": {"program": ESCAPE}}]}
+    done = subprocess.run(
+        [*EXEC, "--json", script(program)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        cwd=workspace,
+        env=environment(home, HOME=str(user)),
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    stored = "".join(p.read_text() for p in (home / "sessions").glob("*.jsonl"))
+    (result,) = [
+        json.loads(json.loads(line)["result"].split("[result]\n")[1].split("\n[stdout]")[0])
+        for line in stored.splitlines()
+        if '"name": "code"' in line.replace('":"', '": "') and '"state":"completed"' in line
+    ] or [{}]
+    assert result == {
+        "ssh_key": "PermissionError",
+        "credentials": "PermissionError",
+        "parent_environ": "PermissionError",
+        "system": "OSError",
+        "authorized_keys": "PermissionError",
+        "fork": "PermissionError",
+        "setsid_fork": "PermissionError",
+    }
+    for secret in (b"PRIVATE-KEY-BYTES", b"sk-STORED-SECRET"):
+        assert secret not in done.stdout and secret.decode() not in stored
+    assert not (user / ".ssh" / "authorized_keys").exists()

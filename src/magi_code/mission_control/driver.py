@@ -32,7 +32,7 @@ from magi_code.mission_control.observe import (
     PendingCall,
     grant_key,
 )
-from magi_code.mission_control.preview import Preview, preview
+from magi_code.mission_control.preview import Preview, outside_preview, preview
 from magi_code.providers.base import Usage
 from magi_code.runner.entry import start_turn
 from magi_code.runner.events import Activity, MessageDelta, RunEvent, RunFinished
@@ -420,9 +420,13 @@ class Driver:
 
         async def announce(approval_id: str, summary: str, expires_in_ms: int) -> None:
             call, shown = observer.call, observer.preview
+            asked = broker.asked(approval_id)
+            outside = asked is not None and asked.outside_sandbox
+            if asked is not None and outside and call is not None:
+                shown = outside_preview(asked.access.command or "", str(call.ctx.workspace))
 
             def allow_session() -> bool:
-                if call is not None:
+                if call is not None and not outside:  # running outside is granted once
                     self.grants.exact.add(grant_key(call.tool, call.access))
                 return broker.answer(approval_id, True)
 

@@ -65,6 +65,15 @@ def preview(tool: str, args: Any, current: str | None, shown_path: str, cwd: str
     return Preview("call", f"call {tool}", arguments_summary(args))
 
 
+def outside_preview(command: str, cwd: str) -> Preview:
+    """The question to run again, outside the sandbox, a command the sandbox refused."""
+    body = (
+        f"$ {redact(command)}\n  in {cwd}\nThe sandbox refused part of it (a read, a write or a "
+        "connection). Outside, it runs with all your rights; allowed once, whichever key."
+    )
+    return Preview("shell", "run it again OUTSIDE the sandbox", body)
+
+
 def arguments_summary(args: Any) -> str:
     """The arguments as JSON when they are plain data, else their text; redacted and cut."""
     if is_record(args):

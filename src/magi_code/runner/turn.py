@@ -464,9 +464,8 @@ class Turn:
         cannot ask refuses by its approval mode); the model learns which way it went."""
         question = f"Run outside the sandbox? The sandbox refused part of: {summary}"
         outside = Access("shell", (), access.command)
-        if not await self.setup.approvals.request(
-            question, Asked(call.name, outside, call.arguments)
-        ):
+        asked = Asked(call.name, outside, call.arguments, outside_sandbox=True)
+        if not await self.setup.approvals.request(question, asked):
             note = "\n[the sandbox refused this; running it outside the sandbox was not allowed]"
             return ToolOutcome(False, refused.output + note, refused.summary)
         again = await self.run_tool(tool, args, replace(ctx, unconfined=True))

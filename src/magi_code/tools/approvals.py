@@ -41,6 +41,7 @@ class Asked:
     tool: str
     access: Access
     arguments: str
+    outside_sandbox: bool = False  # to run again, outside the sandbox, what it refused
 
 
 @record(frozen=False)
