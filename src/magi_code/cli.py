@@ -40,15 +40,6 @@ USAGE = """usage:
 DAYS_DIGITS = 9  # --older-than: a day count, not a number to make int() work hard
 
 
-def keep_secrets() -> None:
-    """No other process of the user (sandboxed or not) reads this one's environment or memory
-    through /proc (Linux: not dumpable)."""
-    if sys.platform.startswith("linux"):
-        from magi_code.tools.sandbox.confine import mark_undumpable
-
-        mark_undumpable()
-
-
 def refuse(message: str) -> int:
     sys.stderr.write(f"magi-code: {message}\n{USAGE}")
     return 2
@@ -86,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         return refuse("the --app and daemon forms are no longer supported")
     if args[:1] == ["serve"]:
         return serve(args[1:])  # marks itself undumpable while it warms
+    from magi_code.tools.sandbox.modes import keep_secrets
+
     keep_secrets()
     if args[:1] == ["exec"]:
         from magi_code.exec import run_and_exit
@@ -129,7 +122,6 @@ def main(argv: list[str] | None = None) -> int:
 
 VALUED = {"--prompt": "prompt", "--model": "model", "--provider": "provider", "--agent": "agent"}
 APPROVAL_MODES = ("ask", "edits", "full", "auto")
-SANDBOX_MODES = ("read-only", "workspace-write", "full-access")
 
 
 def mission_control_options(args: list[str]) -> Launch | str:
@@ -161,7 +153,9 @@ def mission_control_options(args: list[str]) -> Launch | str:
             fields["approval_mode"] = value
         elif name == "--sandbox" and "sandbox" not in fields:
             value = inline if equals else next(words, None)
-            if value not in SANDBOX_MODES:
+            from magi_code.tools.sandbox.settings import MODES
+
+            if value not in MODES:
                 return "--sandbox takes read-only, workspace-write or full-access"
             fields["sandbox"] = value
         elif name in (*VALUED, "--approval-mode", "--sandbox", "--continue"):

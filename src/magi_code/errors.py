@@ -26,7 +26,7 @@ the ones the specs publish, so moving a class in this tree never changes what go
     │   ├── ToolInputError          InputErrorCode, for the model (tools/base.py; ValueError)
     │   ├── PolicyError             configuration_invalid (tools/policy.py; ValueError)
     │   ├── GlobError               glob_invalid (tools/globs.py; ValueError)
-    │   ├── SandboxError            configuration_invalid (tools/sandbox/modes.py)
+    │   ├── SandboxError            configuration_invalid (tools/sandbox/settings.py)
     │   └── SandboxUnavailable      sandbox_unavailable (tools/sandbox/modes.py)
     ├── SessionError                sessions/errors.py: SessionCode (busy, stale_session, ...)
     ├── StartupError                runner/startup.py: StartupCode (configuration_invalid,

@@ -116,7 +116,7 @@ VALUED["--sandbox"] = "sandbox"
 def parse(args: list[str]) -> Options:
     """`exec` options; raises UsageError. `--` ends the options (a prompt may start with -)."""
     from magi_code.tools.approval_modes import MODES
-    from magi_code.tools.sandbox.modes import MODES as SANDBOX_MODES
+    from magi_code.tools.sandbox.settings import MODES as SANDBOX_MODES
 
     options = Options()
     seen: set[str] = set()
@@ -324,7 +324,7 @@ def _main(args: list[str]) -> int:
 
 def start(options: Options, prompt: str, out: Output) -> int:
     from magi_code.runner.startup import StartupError, admit
-    from magi_code.tools.sandbox.modes import MODE_ENV
+    from magi_code.tools.sandbox.settings import MODE_ENV
 
     env = dict(os.environ)
     if options.sandbox is not None:

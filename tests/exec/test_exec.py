@@ -113,7 +113,7 @@ def test_json_lines_are_the_local_agent_events_after_one_session_line(
     [
         ([script({"text": "fine"})], 0, b""),
         ([script({"error": "server_error"})], 1, b"run failed: execution_failed"),
-        (["--approval-mode", "maybe", "hi"], 2, b"--approval-mode takes ask, edits or full"),
+        (["--approval-mode", "maybe", "hi"], 2, b"--approval-mode takes ask, edits, full or auto"),
         (["--frobnicate", "hi"], 2, b"unknown option --frobnicate"),
         (["one", "two"], 2, b"give exactly one PROMPT"),
         (["--continue", "--session", "abc", "hi"], 2, b"exclude each other"),

@@ -92,7 +92,7 @@ def test_options_make_a_launch() -> None:
         (["--x\x1b[31m"], "unknown argument\n"),  # odd input is never echoed
         (["--model"], "--model needs a value"),
         (["--model", "a", "--model", "b"], "--model is given twice"),
-        (["--approval-mode", "maybe"], "--approval-mode takes ask, edits or full"),
+        (["--approval-mode", "maybe"], "--approval-mode takes ask, edits, full or auto"),
         (["resume", "--continue"], "resume and --continue exclude each other"),
         (["--prompt", "hi"], "Mission Control and --prompt need a terminal: for scripts and"),
     ],

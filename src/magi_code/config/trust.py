@@ -273,15 +273,15 @@ def _melchior(
     kept["melchior"] = out
 
 
-SANDBOX_MODES = ("read-only", "workspace-write", "full-access")  # narrowest first
-
-
 def _sandbox(
     table: Mapping[str, Any], base: object, kept: dict[str, Any], dropped: list[str]
 ) -> None:
     """A project may narrow the sandbox, trusted or not, and widen nothing."""
+    from magi_code.tools.sandbox.settings import DEFAULT_MODE
+    from magi_code.tools.sandbox.settings import MODES as SANDBOX_MODES
+
     base_table = base if isinstance(base, Mapping) else {}
-    base_mode = base_table.get("mode", "workspace-write")
+    base_mode = base_table.get("mode", DEFAULT_MODE)
     ceiling = SANDBOX_MODES.index(base_mode) if base_mode in SANDBOX_MODES else 1
     base_roots = base_table.get("writable_roots", [])
     base_denied = base_table.get("deny_read", [])

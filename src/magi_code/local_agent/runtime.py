@@ -194,7 +194,7 @@ class LocalRuntime:
             threading.Thread(target=self._warm, args=(interval,), name="warm", daemon=True).start()
         except RuntimeError:  # no thread to be had: the first requests do the work
             sys.setswitchinterval(interval)
-            from magi_code.cli import keep_secrets
+            from magi_code.tools.sandbox.modes import keep_secrets
 
             keep_secrets()
 
@@ -202,7 +202,7 @@ class LocalRuntime:
         from magi_code.debug import absorbed, note
 
         try:
-            from magi_code.cli import keep_secrets
+            from magi_code.tools.sandbox.modes import keep_secrets
 
             keep_secrets()  # before any tool, hook or MCP server can look at /proc
             for name in SESSION_MODULES + LOOP_MODULES:

@@ -55,7 +55,7 @@ from magi_code.runner.events import (
 )
 from magi_code.runner.turn import TurnControl
 from magi_code.sessions import SessionError
-from magi_code.tools.sandbox.modes import MODES as SANDBOX_MODES
+from magi_code.tools.sandbox.settings import MODES as SANDBOX_MODES
 
 EXIT_CODES = {"completed": 0, "failed": 1, "cancelled": 130}
 

@@ -73,7 +73,7 @@ def prepare(launch: Launch, env: dict[str, str]) -> Driver:
     if launch.prompt is None and not ask_trust(cwd, paths.resolve_home(env)):
         raise Quit
     if launch.sandbox is not None:
-        from magi_code.tools.sandbox.modes import MODE_ENV
+        from magi_code.tools.sandbox.settings import MODE_ENV
 
         env[MODE_ENV] = launch.sandbox  # subagents inherit it
     admitted, pruned = startup(cwd, env, launch.agent)

@@ -24,7 +24,8 @@ from magi_code.tools.host_io import HostIO
 from magi_code.tools.narrowing import narrowed, with_skill_reads
 from magi_code.tools.paths import Protected
 from magi_code.tools.policy import Policy
-from magi_code.tools.sandbox.modes import MODE_ENV, Sandbox, SandboxSettings
+from magi_code.tools.sandbox.modes import Sandbox, SandboxSettings
+from magi_code.tools.sandbox.settings import MODE_ENV
 from magi_code.tools.skill import SkillTool
 
 if TYPE_CHECKING:

@@ -278,12 +278,12 @@ def check_permissions(conf: Mapping[str, Any]) -> None:
 
 def check_sandbox(conf: Mapping[str, Any], env: Mapping[str, str]) -> None:
     """A bad `[sandbox]` table, MAGI_SANDBOX_MODE or `approval_mode` fails startup."""
-    from magi_code.tools.sandbox.modes import MODE_ENV, SandboxError, SandboxSettings
+    from magi_code.tools.sandbox.settings import APPROVAL_SETTINGS, MODE_ENV, SandboxError, checked
 
-    if conf.get("approval_mode", "ask") not in ("ask", "auto"):
+    if conf.get("approval_mode", "ask") not in APPROVAL_SETTINGS:
         raise StartupError("configuration_invalid", "approval_mode takes ask or auto")
     try:
-        SandboxSettings.from_settings(conf.get("sandbox"), env.get(MODE_ENV))
+        checked(conf.get("sandbox"), env.get(MODE_ENV))
     except SandboxError as exc:
         detail = (
             "[sandbox]: mode is read-only, workspace-write or full-access; network is true or "

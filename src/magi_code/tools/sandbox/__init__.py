@@ -1,7 +1,7 @@
 """The OS sandbox of what the model runs: shell commands and Code Mode programs (Linux).
 
-plan.py (what is allowed, as Landlock rules; sans-I/O), seccomp.py (the BPF filter; sans-I/O),
-landlock.py (the kernel ABI), confine.py (between fork and exec), modes.py (the `[sandbox]`
-settings and one session's sandbox), spawn.py (a confined anyio process), command.py
-(`magi-code sandbox`). Nothing is imported here.
+settings.py (the `[sandbox]` table, checked; light), plan.py (what is allowed, as Landlock
+rules; sans-I/O), seccomp.py (the BPF filter; sans-I/O), landlock.py (the kernel ABI),
+confine.py (between fork and exec), modes.py (one session's sandbox), spawn.py (a confined
+anyio process), command.py (`magi-code sandbox`). Nothing is imported here.
 """

@@ -45,7 +45,8 @@ def _run(command: list[str], mode: str | None, network: bool) -> int:
     from pathlib import Path
 
     from magi_code.config import paths, settings
-    from magi_code.tools.sandbox.modes import MODE_ENV, Sandbox, SandboxError, SandboxSettings
+    from magi_code.tools.sandbox.modes import Sandbox, SandboxSettings
+    from magi_code.tools.sandbox.settings import MODE_ENV, SandboxError
 
     home = os.path.realpath(paths.resolve_home(os.environ))
     cwd = os.path.realpath(os.getcwd())

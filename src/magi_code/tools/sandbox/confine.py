@@ -129,13 +129,26 @@ class Confinement:
             _check(_mount(None, path, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | kept, None))
 
 
-def user_namespaces() -> bool:
-    """Whether this (non-root) process may give a child its own user and mount namespaces."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        os._exit(0 if _unshare(_CLONE_NEWUSER | _CLONE_NEWNS) == 0 else 1)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status) == 0
+def can_bind_read_only() -> bool:
+    """Whether a child of this process can do step 1 (a private mount namespace and a
+    read-only bind mount), tried in a throwaway child on a throwaway folder."""
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="magi-code-probe-")
+    try:
+        probe = Confinement.make(-1, b"", (folder,))
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            try:
+                probe._mount_read_only(probe._buffers[4])  # type: ignore[arg-type]
+                os._exit(0)
+            except BaseException:  # noqa: BLE001 - any failure is a no
+                os._exit(1)
+        _, status = os.waitpid(pid, 0)
+        return os.waitstatus_to_exitcode(status) == 0
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _check(result: int) -> None:

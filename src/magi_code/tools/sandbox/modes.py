@@ -1,13 +1,6 @@
-"""The `[sandbox]` settings, and one session's sandbox: which confinement a spawn gets.
+"""One session's sandbox: which confinement a spawn gets, and whether the kernel offers one.
 
-Settings (GLOBAL; a project file may only narrow them, config/trust.py):
-- `mode`: `read-only`, `workspace-write` (the default) or `full-access` (no sandbox);
-- `network`: false by default (Unix sockets stay usable for commands);
-- `writable_roots`: more folders `workspace-write` may write;
-- `deny_read`: more secret places, besides SECRET_PLACES and MC_HOME.
-A face's `--sandbox MODE` is handed to the runner (and to subagents, which inherit it) as
-MAGI_SANDBOX_MODE in the environment; it wins over `mode`.
-
+The settings are checked in settings.py (light, for startup); here they become paths.
 `Sandbox.shell()` and `Sandbox.code_mode()` give the `Confinement` of a spawn; it is made
 again only when what it was planned from changed (a folder listed to plan around a secret
 place gained or lost an entry, `.git` appeared, the mode changed), so a command costs a few
@@ -32,6 +25,7 @@ from magi_code.records import record
 from magi_code.tools import ToolsError
 from magi_code.tools.paths import USER_CREDENTIALS, inside
 from magi_code.tools.sandbox import plan
+from magi_code.tools.sandbox.settings import DEFAULT_MODE, checked
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -41,10 +35,6 @@ if TYPE_CHECKING:
     from magi_code.tools.sandbox.confine import Confinement
 
 Mode = Literal["read-only", "workspace-write", "full-access"]
-MODES: tuple[Mode, ...] = ("read-only", "workspace-write", "full-access")  # narrowest first
-DEFAULT_MODE: Mode = "workspace-write"
-_KEYS = frozenset({"mode", "network", "writable_roots", "deny_read"})
-MODE_ENV = "MAGI_SANDBOX_MODE"
 
 # Never readable inside the sandbox (under the user's home), besides MC_HOME and `deny_read`.
 SECRET_PLACES = tuple(
@@ -55,12 +45,6 @@ SECRET_PLACES = tuple(
         )
     )
 )  # fmt: skip
-
-
-class SandboxError(ToolsError):
-    """The `[sandbox]` table has a bad shape, or the sandbox cannot be applied."""
-
-    code: Literal["configuration_invalid"] = "configuration_invalid"
 
 
 class SandboxUnavailable(ToolsError):
@@ -78,23 +62,23 @@ class SandboxSettings:
 
     @classmethod
     def from_settings(cls, table: object, mode: str | None = None) -> "SandboxSettings":
-        """Validate the `[sandbox]` table; `mode` (MAGI_SANDBOX_MODE) overrides its mode."""
-        if table is None:
-            table = {}
-        if not isinstance(table, Mapping) or not set(table) <= _KEYS:
-            raise SandboxError("sandbox")
-        chosen = mode if mode is not None else table.get("mode", DEFAULT_MODE)
-        network = table.get("network", False)
-        if chosen not in MODES or not isinstance(network, bool):
-            raise SandboxError("sandbox")
-        return cls(chosen, network, _paths(table, "writable_roots"), _paths(table, "deny_read"))
+        """The `[sandbox]` table (settings.py checks it; SandboxError); `mode`
+        (MAGI_SANDBOX_MODE) overrides its mode."""
+        chosen, network, roots, denied = checked(table, mode)
+        return cls(chosen, network, _paths(roots), _paths(denied))
 
 
-def _paths(table: Mapping[str, object], key: str) -> tuple[Path, ...]:
-    value = table.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(p, str) and p for p in value):
-        raise SandboxError("sandbox")
-    return tuple(Path(os.path.expanduser(p)).resolve() for p in value)
+def _paths(values: list[str]) -> tuple[Path, ...]:
+    return tuple(Path(os.path.expanduser(p)).resolve() for p in values)
+
+
+def keep_secrets() -> None:
+    """No other process of the user (sandboxed or not) reads this one's environment or memory
+    through /proc (Linux: not dumpable)."""
+    if sys.platform.startswith("linux"):
+        from magi_code.tools.sandbox.confine import mark_undumpable
+
+        mark_undumpable()
 
 
 _support: tuple[int, str | None] | None = None
@@ -127,12 +111,13 @@ _mounts: bool | None = None
 
 
 def _can_mount() -> bool:
-    """Whether a child may have a private mount namespace (root, or a user namespace)."""
+    """Whether a child may bind a folder read-only in a private mount namespace (as root, or
+    in a user namespace): tried once per process, in a throwaway child."""
     global _mounts
     if _mounts is None:
-        from magi_code.tools.sandbox.confine import user_namespaces
+        from magi_code.tools.sandbox.confine import can_bind_read_only
 
-        _mounts = os.geteuid() == 0 or user_namespaces()
+        _mounts = can_bind_read_only()
     return _mounts
 
 
@@ -149,13 +134,18 @@ class Sandbox:
         if user_home:
             homes += [Path(user_home, name) for name in SECRET_PLACES]
         secrets = [p.resolve() for p in (*homes, *settings.deny_read)]
-        self.secrets = tuple(p for p in dict.fromkeys(secrets) if os.path.lexists(p))
+        self.secret_places = tuple(dict.fromkeys(secrets))
         self._temp: Path | None = None
         self.auto = False  # approval mode `auto`: what the sandbox contains runs unasked
         self._told = False
         # The last confinement made for shell commands (True) and Code Mode (False), with
         # what it was made of and the folders its plan listed (tools/sandbox/plan.py).
         self._made: dict[bool, tuple[object, tuple[tuple[Path, int], ...], Confinement]] = {}
+
+    @property
+    def secrets(self) -> tuple[Path, ...]:
+        """The secret places that exist now (one made later is hidden from then on)."""
+        return tuple(p for p in self.secret_places if os.path.lexists(p))
 
     def confines_shell(self) -> bool:
         """Whether shell commands run confined (a mode other than full-access, and support)."""
@@ -221,10 +211,10 @@ class Sandbox:
             root / name
             for root in (self.workspace, *self.settings.writable_roots)
             for name in plan.READ_ONLY_NAMES
-            if (root / name).is_dir() and not (root / name).is_symlink()
-        )
+            if os.path.lexists(root / name) and not (root / name).is_symlink()
+        )  # a folder, or a worktree's or submodule's `.git` file
         mount = bool(protected) and self.mode == "workspace-write" and _can_mount()
-        hidden = [(p, plan.EVERYTHING) for p in self.secrets]
+        hidden = [(p, plan.EVERYTHING) for p in (*self.secrets, *plan.TERMINALS)]
         if not mount:
             hidden += [(p, plan.WRITE) for p in protected]
         grants = [(Path("/"), plan.RUN)]

@@ -8,8 +8,9 @@ listable, and so do the hidden folder's, never their contents). `rules` does tha
 grants and hidden places.
 
 What each sandbox grants (`Sandbox` in policy.py chooses):
-- every command: read and execute everywhere, write `/dev/null` and the terminals, write its
-  private temporary folder; the secret places neither read nor written;
+- every command: read and execute everywhere, write `/dev/null` and its own terminal
+  (`/dev/tty`), write its private temporary folder; the secret places and the other
+  terminals (`/dev/pts`) neither read nor written;
 - `workspace-write`: write the workspace, `writable_roots`, `/tmp` and `/dev/shm` too, but not
   the `.git` and `.magi-code` folders in them (made read-only by a bind mount where the child
   may have a mount namespace, else planned as hidden from writes);
@@ -33,7 +34,9 @@ WRITE = WRITE_FILE | REMOVE_DIR | REMOVE_FILE | MAKE_DIR | MAKE_REG | MAKE_SOCK 
 WRITE |= MAKE_SYM | REFER | TRUNCATE
 EVERYTHING = RUN | WRITE | MAKE_CHAR | MAKE_BLOCK
 
-DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/ptmx")
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
+# Other terminals of the user: a command that could open them could read what is typed there.
+TERMINALS = (Path("/dev/pts"), Path("/dev/ptmx"))
 SHARED_TEMP = ("/tmp", "/var/tmp", "/dev/shm")
 READ_ONLY_NAMES = (".git", ".magi-code")  # in a writable root
 # What a Python interpreter reads besides its prefixes: the loader's and C libraries, locale

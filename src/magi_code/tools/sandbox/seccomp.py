@@ -7,10 +7,12 @@ architecture; `confine.py` loads it in the child just before `exec`. The filter:
   process_vm_readv/writev, keyctl and the key syscalls, perf_event_open, bpf, userfaultfd,
   mount and the new mount API, namespaces (unshare, setns, a clone that asks for one),
   module and kexec loading, io_uring (whose requests would bypass this filter);
+- always refuses the terminal ioctls that type into or drive a terminal (TIOCSTI,
+  TIOCLINUX), which a command sharing the user's terminal could use to run what it typed;
 - without the network, refuses socket() for every family but AF_UNIX;
-- for Code Mode (`processes=False`), refuses every socket, fork and vfork, and a clone that
-  is not a thread; clone3 answers ENOSYS, so the C library falls back to clone, whose flags
-  a filter can read.
+- for Code Mode (`processes=False`), refuses every socket and socket pair, fork and vfork,
+  and a clone that is not a thread; clone3 answers ENOSYS, so the C library falls back to
+  clone, whose flags a filter can read.
 """
 
 import errno
@@ -35,7 +37,8 @@ _NUMBERS: dict[Arch, dict[str, int]] = {
         "io_uring_register": 427, "open_by_handle_at": 304, "open_tree": 428,
         "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
         "mount_setattr": 442, "acct": 163, "quotactl": 179, "iopl": 172, "ioperm": 173,
-        "socket": 41, "clone": 56, "clone3": 435, "fork": 57, "vfork": 58,
+        "socket": 41, "socketpair": 53, "clone": 56, "clone3": 435, "fork": 57, "vfork": 58,
+        "ioctl": 16,
     },
     "aarch64": {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "keyctl": 219,
@@ -47,7 +50,7 @@ _NUMBERS: dict[Arch, dict[str, int]] = {
         "io_uring_register": 427, "open_by_handle_at": 265, "open_tree": 428,
         "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
         "mount_setattr": 442, "acct": 89, "quotactl": 60,
-        "socket": 198, "clone": 220, "clone3": 435,
+        "socket": 198, "socketpair": 199, "clone": 220, "clone3": 435, "ioctl": 29,
     },
 }  # fmt: skip
 
@@ -61,6 +64,7 @@ ALWAYS_REFUSED = (
 )  # fmt: skip
 
 AF_UNIX = 1
+TIOCSTI, TIOCLINUX = 0x5412, 0x541C
 CLONE_THREAD = 0x00010000
 CLONE_NAMESPACES = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000
 CLONE_NAMESPACES |= 0x20000000 | 0x40000000  # NEWNS NEWCGROUP NEWUTS NEWIPC NEWUSER NEWPID NEWNET
@@ -73,7 +77,8 @@ _JSET = 0x45  # BPF_JMP | BPF_JSET | BPF_K
 _RET = 0x06  # BPF_RET | BPF_K
 ALLOW = 0x7FFF0000
 KILL_PROCESS = 0x80000000
-_NR, _ARCH, _ARG0 = 0, 4, 16  # offsets in struct seccomp_data (arg0's low word, little-endian)
+_NR, _ARCH, _ARG0, _ARG1 = 0, 4, 16, 24  # offsets in struct seccomp_data (arguments' low
+# words: little-endian)
 
 
 def errno_action(code: int) -> int:
@@ -104,10 +109,19 @@ def program(arch: Arch, *, network: bool, processes: bool = True) -> bytes:
         ops += [_op(_JGE, _X32_BIT, 0, 1), _op(_RET, KILL_PROCESS)]
     refused = [n for n in ALWAYS_REFUSED if n in numbers]
     if not processes:
-        refused += [n for n in ("fork", "vfork") if n in numbers]
+        refused += [n for n in ("fork", "vfork", "socketpair") if n in numbers]
     for name in refused:
         ops += [_op(_JEQ, numbers[name], 0, 1), _op(_RET, EPERM)]
     ops += [_op(_JEQ, numbers["clone3"], 0, 1), _op(_RET, errno_action(errno.ENOSYS))]
+    # ioctl: the request number is the second argument (its low word: the request is 32 bits).
+    ops += [
+        _op(_JEQ, numbers["ioctl"], 0, 5),
+        _op(_LD_ABS, _ARG1),
+        _op(_JEQ, TIOCSTI, 2, 0),
+        _op(_JEQ, TIOCLINUX, 1, 0),
+        _op(_RET, ALLOW),
+        _op(_RET, EPERM),
+    ]
     # clone: a thread always; a process only when `processes`, and never in a new namespace.
     if processes:
         ops += _on_arg0(numbers["clone"], _JSET, CLONE_NAMESPACES, EPERM, ALLOW)

@@ -1,0 +1,523 @@
+"""`magi-code sandbox -- CMD` over the real console script: the sandbox a shell command gets,
+seen from inside by a real process, with a fake HOME and MC_HOME holding secrets.
+
+Each refusal is paired, where it says something, with the same command under
+`--mode full-access` (no sandbox), so that a test fails if the sandbox were off and not only
+if the command were wrong.
+"""
+
+import errno
+import fcntl
+import os
+import select
+import socket
+import subprocess
+import sys
+import termios
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sandbox_places import Places, places
+
+from magi_code.tools.sandbox import modes
+from magi_code.tools.sandbox.modes import Sandbox, SandboxSettings, support
+
+__all__ = ["places"]  # the fixture
+
+MAGI = str(Path(sys.executable).with_name("magi-code"))
+PYTHON = sys.executable
+
+
+def sandbox(
+    where: Places,
+    command: list[str],
+    *options: str,
+    env: dict[str, str] | None = None,
+    **popen: object,
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # type: ignore[call-overload, no-any-return]
+        [MAGI, "sandbox", *options, "--", *command],
+        cwd=where.workspace,
+        env=env if env is not None else where.env(),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        **popen,
+    )
+
+
+def sh(where: Places, script: str, *options: str, **kw: object) -> subprocess.CompletedProcess[str]:
+    return sandbox(where, ["sh", "-c", script], *options, **kw)  # type: ignore[arg-type]
+
+
+def lines(done: subprocess.CompletedProcess[str]) -> list[str]:
+    return done.stdout.splitlines()
+
+
+def no_secret(where: Places, done: subprocess.CompletedProcess[str]) -> None:
+    for secret in where.secrets():
+        assert secret not in done.stdout + done.stderr
+
+
+@pytest.fixture
+def tmp_name() -> Iterator[Path]:
+    """A fresh name straight in /tmp, removed afterwards."""
+    path = Path("/tmp", f"magi-sandbox-test-{uuid.uuid4().hex}")
+    try:
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+
+
+# --- files ---------------------------------------------------------------------------------
+
+WRITES = """
+echo w > made-in-workspace && echo workspace-ok
+echo s > src/made-in-src && echo src-ok
+echo t > {tmp} && echo tmp-ok
+echo p > "$TMPDIR/private" && cat "$TMPDIR/private" && echo "tmpdir=$TMPDIR"
+echo h > "$HOME/made-in-home" || echo home-refused
+echo g > .git/made || echo git-refused
+echo c >> .git/config || echo git-config-refused
+echo m > .magi-code/settings.toml || echo magi-code-refused
+"""
+
+
+def test_workspace_write_writes_the_workspace_and_tmp_only(places: Places, tmp_name: Path) -> None:
+    done = sh(places, WRITES.format(tmp=tmp_name))
+    said = [line for line in lines(done) if line.startswith("tmpdir=")]
+    private = said[0].removeprefix("tmpdir=") if said else "(no TMPDIR)"
+    assert lines(done) == [
+        "workspace-ok",
+        "src-ok",
+        "tmp-ok",
+        "p",
+        f"tmpdir={private}",
+        "home-refused",
+        "git-refused",
+        "git-config-refused",
+        "magi-code-refused",
+    ], done.stderr
+    # TMPDIR: the sandbox's private folder in the system's temporary folder, gone at exit.
+    assert private.startswith("/tmp/magi-code-sandbox-")
+    assert not os.path.exists(private)
+    assert (places.workspace / "made-in-workspace").read_text() == "w\n"
+    assert tmp_name.read_text() == "t\n"
+    assert not (places.home / "made-in-home").exists()
+    assert sorted(p.name for p in (places.workspace / ".git").iterdir()) == ["config"]
+    assert (places.workspace / ".git" / "config").read_text() == "[core]\n\tbare = false\n"
+    assert list((places.workspace / ".magi-code").iterdir()) == []
+    assert "Read-only file system" in done.stderr  # .git and .magi-code: a read-only bind
+
+
+def test_without_the_sandbox_the_same_writes_succeed(places: Places) -> None:
+    script = "\n".join(WRITES.strip().splitlines()[4:])  # home, .git, .magi-code
+    done = sh(places, script, "--mode", "full-access")
+    assert lines(done) == [], done.stderr
+    assert (places.home / "made-in-home").exists()
+    assert (places.workspace / ".git" / "made").exists()
+    assert (places.workspace / ".magi-code" / "settings.toml").exists()
+
+
+def test_the_protected_folders_cannot_be_moved_removed_or_unmounted(places: Places) -> None:
+    script = (
+        "mv .git moved || echo move-refused\n"
+        "rm -rf .git || echo remove-refused\n"
+        "rmdir .magi-code || echo rmdir-refused\n"
+        "umount .git 2>/dev/null || echo umount-refused\n"
+    )
+    done = sh(places, script)
+    assert lines(done) == ["move-refused", "remove-refused", "rmdir-refused", "umount-refused"]
+    assert (places.workspace / ".git" / "config").read_text() == "[core]\n\tbare = false\n"
+    assert (places.workspace / ".magi-code").is_dir()
+    assert not (places.workspace / "moved").exists()
+
+
+def test_read_only_writes_nothing_but_its_private_temp(places: Places, tmp_name: Path) -> None:
+    script = (
+        "echo w > made || echo workspace-refused\n"
+        "echo s > src/made || echo src-refused\n"
+        "rm notes.txt || echo remove-refused\n"
+        f"echo t > {tmp_name} || echo tmp-refused\n"
+        'echo p > "$TMPDIR/private" && cat "$TMPDIR/private"\n'
+        "cat notes.txt\n"
+    )
+    for options in (["--mode", "read-only"], ["--mode=read-only"]):
+        done = sh(places, script, *options)
+        assert lines(done) == [
+            "workspace-refused",
+            "src-refused",
+            "remove-refused",
+            "tmp-refused",
+            "p",
+            "n0tes",
+        ], done.stderr
+    assert not (places.workspace / "made").exists()
+    assert not (places.workspace / "src" / "made").exists()
+    assert not tmp_name.exists()
+    # The global setting chooses the same without --mode.
+    (places.mc_home / "settings.toml").write_text('[sandbox]\nmode = "read-only"\n')
+    assert lines(sh(places, script))[0] == "workspace-refused"
+
+
+SECRET_READS = """
+cat "$HOME/.ssh/id_ed25519" || echo ssh-refused
+cat "$MC_HOME/credentials.json" || echo credentials-refused
+cp -r "$HOME/.ssh" copied || echo copy-refused
+ln -s "$HOME/.ssh/id_ed25519" link && { cat link || echo symlink-refused; }
+ln "$HOME/.ssh/id_ed25519" hardlink || echo hardlink-refused
+mv "$MC_HOME/credentials.json" src/ || echo move-refused
+cat "/proc/self/root$HOME/.ssh/id_ed25519" || echo proc-root-refused
+@MAGI@ sandbox --mode full-access -- cat "$HOME/.ssh/id_ed25519" || echo nested-refused
+MAGI_SANDBOX_MODE=full-access @MAGI@ sandbox -- cat "$MC_HOME/credentials.json" \
+  || echo nested-env-refused
+"""
+REFUSED_READS = [
+    "ssh-refused",
+    "credentials-refused",
+    "copy-refused",
+    "symlink-refused",
+    "hardlink-refused",
+    "move-refused",
+    "proc-root-refused",
+    "nested-refused",
+    "nested-env-refused",
+]
+
+
+@pytest.mark.parametrize("mode", ["workspace-write", "read-only"])
+def test_the_secret_places_are_unreadable(places: Places, mode: str) -> None:
+    done = sh(places, SECRET_READS.replace("@MAGI@", MAGI), "--mode", mode)
+    # read-only makes no link to read through; the rest is refused the same.
+    expected = [w for w in REFUSED_READS if mode == "workspace-write" or w != "symlink-refused"]
+    for word in expected:
+        assert word in lines(done), (word, done.stdout, done.stderr)
+    no_secret(places, done)
+    assert places.credentials.exists()
+    assert not (places.workspace / "hardlink").exists()
+    assert not (places.workspace / "src" / "credentials.json").exists()
+
+
+def test_full_access_reads_the_secrets(places: Places) -> None:
+    script = 'cat "$HOME/.ssh/id_ed25519" "$MC_HOME/credentials.json"'
+    done = sh(places, script, "--mode", "full-access")
+    assert done.returncode == 0
+    assert all(secret in done.stdout for secret in places.secrets())
+
+
+def test_the_global_deny_read_and_writable_roots_apply(places: Places) -> None:
+    private, extra = places.workspace / "private", places.root / "extra"
+    private.mkdir()
+    (private / "key").write_text(places.ssh_secret)
+    (extra / ".git").mkdir(parents=True)
+    (places.mc_home / "settings.toml").write_text(
+        f'[sandbox]\ndeny_read = ["{private}"]\nwritable_roots = ["{extra}"]\n'
+    )
+    script = (
+        "cat private/key || echo deny-read-refused\n"
+        "cat notes.txt\n"
+        "echo s > src/made && echo src-ok\n"
+        f"echo e > {extra}/made && echo extra-ok\n"
+        f"echo g > {extra}/.git/made || echo extra-git-refused\n"
+    )
+    done = sh(places, script)
+    assert lines(done) == ["deny-read-refused", "n0tes", "src-ok", "extra-ok", "extra-git-refused"]
+    no_secret(places, done)
+    assert (extra / "made").exists()
+    assert not (extra / ".git" / "made").exists()
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_a_project_file_cannot_widen_the_sandbox(places: Places, trusted: bool) -> None:
+    (places.workspace / ".magi-code" / "settings.toml").write_text(
+        f'[sandbox]\nmode = "full-access"\nnetwork = true\nwritable_roots = ["{places.home}"]\n'
+    )
+    if trusted:
+        (places.mc_home / "settings.toml").write_text(
+            f'[permissions]\ntrusted_projects = ["{places.workspace}"]\n'
+        )
+    script = (
+        'cat "$HOME/.ssh/id_ed25519" || echo ssh-refused\n'
+        'echo h > "$HOME/made" || echo home-refused\n'
+    )
+    done = sh(places, script)
+    assert lines(done) == ["ssh-refused", "home-refused"], done.stderr
+    no_secret(places, done)
+    assert not (places.home / "made").exists()
+
+
+def test_a_project_file_may_narrow_the_sandbox(places: Places) -> None:
+    (places.workspace / ".magi-code" / "settings.toml").write_text(
+        '[sandbox]\nmode = "read-only"\n'
+    )
+    done = sh(places, "echo w > made || echo workspace-refused")
+    assert lines(done) == ["workspace-refused"]
+    assert not (places.workspace / "made").exists()
+
+
+# --- processes -----------------------------------------------------------------------------
+
+
+def test_the_parent_process_is_out_of_reach(places: Places) -> None:
+    marker = f"parent-marker-{uuid.uuid4().hex}"
+    script = (
+        "cat /proc/$PPID/environ || echo environ-refused\n"
+        "readlink /proc/$PPID/fd/0 || echo fd-refused\n"
+        "head -c 8 /proc/$PPID/maps || echo maps-refused\n"
+        "kill -0 $PPID || echo signal-refused\n"
+    )
+    env = places.env(MAGI_TEST_PARENT_MARKER=marker)
+    done = sh(places, script, env=env)
+    refused = ["environ-refused", "fd-refused", "maps-refused", "signal-refused"]
+    assert lines(done) == refused, done.stderr
+    assert marker not in done.stdout + done.stderr
+    # The sandbox is what refuses: without it, the same commands reach the parent.
+    unconfined = sh(places, script, "--mode", "full-access", env=env)
+    assert marker in unconfined.stdout
+    assert not set(refused) & set(lines(unconfined)), unconfined.stderr
+
+
+def test_the_exit_status_is_passed_through(places: Places) -> None:
+    assert sh(places, "exit 7").returncode == 7
+    assert sh(places, "exit 0").returncode == 0
+    assert sh(places, "kill -9 $$").returncode == 128 + 9
+    assert sh(places, "kill -TERM $$").returncode == 128 + 15
+    assert sandbox(places, ["false"], "--mode", "read-only").returncode == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["touch", "ran"], "put -- before the command"),
+        (["--"], "name a command after --"),
+        (["--mode", "everything", "--", "touch", "ran"], "--mode takes read-only"),
+        (["--mode", "--", "touch", "ran"], "--mode needs a value"),
+        (["--bogus", "--", "touch", "ran"], "unknown or repeated option before --"),
+        (["--network", "--network", "--", "touch", "ran"], "unknown or repeated option"),
+        (["--mode", "read-only", "--mode=full-access", "--", "touch", "ran"], "unknown or"),
+    ],
+)
+def test_bad_usage_exits_2_and_runs_nothing(places: Places, args: list[str], said: str) -> None:
+    done = subprocess.run(
+        [MAGI, "sandbox", *args],
+        cwd=places.workspace,
+        env=places.env(),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"magi-code sandbox: {said}")
+    assert not (places.workspace / "ran").exists()
+
+
+def test_bad_global_settings_exit_2_and_run_nothing(places: Places) -> None:
+    (places.mc_home / "settings.toml").write_text('[sandbox]\nmode = "everything"\n')
+    done = sandbox(places, ["touch", "ran"])
+    assert done.returncode == 2
+    assert not (places.workspace / "ran").exists()
+
+
+def test_help_names_the_modes(places: Places) -> None:
+    done = subprocess.run(
+        [MAGI, "sandbox", "--help"], env=places.env(), capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 0
+    assert "read-only|workspace-write|full-access" in done.stdout
+
+
+def test_without_landlock_nothing_runs(places: Places) -> None:
+    env = places.env(MC_NO_LANDLOCK="1")
+    done = sandbox(places, ["touch", "ran"], env=env)
+    assert done.returncode == 2
+    assert done.stderr.startswith("magi-code sandbox: no OS sandbox here")
+    assert "MC_NO_LANDLOCK=1" in done.stderr
+    assert "nothing ran" in done.stderr
+    assert not (places.workspace / "ran").exists()
+    # full-access asks for no sandbox, so it runs there too.
+    assert sandbox(places, ["touch", "ran"], "--mode", "full-access", env=env).returncode == 0
+    assert (places.workspace / "ran").exists()
+
+
+# --- the network ---------------------------------------------------------------------------
+
+CONNECT = """
+import socket, sys
+tcp_port, udp_port, abstract = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+def attempt(name, action):
+    try:
+        action()
+        print(name, "sent")
+    except OSError as refused:
+        print(name, "refused", refused.errno)
+def tcp():
+    socket.create_connection(("127.0.0.1", tcp_port), 2).sendall(b"tcp")
+def udp():
+    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"udp", ("127.0.0.1", udp_port))
+def unix():
+    s = socket.socket(socket.AF_UNIX)
+    s.connect("\\0" + abstract)
+    s.sendall(b"abstract")
+attempt("tcp", tcp)
+attempt("udp", udp)
+attempt("abstract", unix)
+"""
+
+
+@pytest.mark.parametrize("network", [False, True])
+def test_the_network_is_off_unless_asked_for(places: Places, network: bool) -> None:
+    abstract = f"magi-sandbox-test-{uuid.uuid4().hex}"
+    with (
+        socket.create_server(("127.0.0.1", 0)) as tcp,
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp,
+        socket.socket(socket.AF_UNIX) as unix,
+    ):
+        udp.bind(("127.0.0.1", 0))
+        unix.bind("\0" + abstract)
+        unix.listen()
+        listeners = {"tcp": tcp, "udp": udp, "abstract": unix}
+        for listener in listeners.values():
+            listener.setblocking(False)
+        ports = [str(tcp.getsockname()[1]), str(udp.getsockname()[1]), abstract]
+        options = ["--network"] if network else []
+        done = sandbox(places, [PYTHON, "-c", CONNECT, *ports], *options)
+        # Scoping abstract Unix sockets came with Landlock ABI 6.
+        checked = ["tcp", "udp"] + (["abstract"] if support()[0] >= 6 else [])
+        seen = set(select.select(list(listeners.values()), [], [], 0.5 if network else 0.3)[0])
+        for name in checked:
+            reached = listeners[name] in seen
+            assert reached is network, (name, done.stdout, done.stderr)
+            said = "sent" if network else "refused"
+            assert f"{name} {said}" in done.stdout, (name, done.stdout, done.stderr)
+        if not network:
+            assert f"tcp refused {errno.EPERM}" in done.stdout
+
+
+# --- what the fallbacks still hold ---------------------------------------------------------
+
+
+def test_without_a_mount_namespace_git_stays_read_only(
+    places: Places, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the child may not have its own mounts, `.git` and `.magi-code` are planned as
+    hidden from writes instead of bound read-only."""
+    monkeypatch.setattr(modes, "_mounts", False)
+    confined = Sandbox(SandboxSettings(), places.workspace, str(places.mc_home), str(places.home))
+    confinement = confined.shell()
+    assert confinement is not None
+    assert confinement.read_only == ()
+    script = (
+        "echo g > .git/made || echo git-refused\n"
+        "echo m > .magi-code/made || echo magi-code-refused\n"
+        "echo s > src/made && echo src-ok\n"
+        'cat "$HOME/.ssh/id_ed25519" || echo ssh-refused\n'
+    )
+    try:
+        done = subprocess.run(
+            ["sh", "-c", script],
+            cwd=places.workspace,
+            env=confined.env(places.env()),
+            capture_output=True,
+            text=True,
+            timeout=30,
+            preexec_fn=confinement.apply,
+        )
+    finally:
+        os.close(confinement.ruleset_fd)
+    assert lines(done) == ["git-refused", "magi-code-refused", "src-ok", "ssh-refused"]
+    assert "Permission denied" in done.stderr  # Landlock's refusal, not a read-only mount
+    assert not (places.workspace / ".git" / "made").exists()
+    no_secret(places, done)
+
+
+# --- holes an attacker found, now closed ------------------------------------------------------
+
+
+def confined_run(sandbox: Sandbox, where: Places, script: str) -> list[str]:
+    """`script` in a shell inside `sandbox.shell()`, spawned here; its stdout lines."""
+    confinement = sandbox.shell()
+    assert confinement is not None
+    try:
+        done = subprocess.run(
+            ["sh", "-c", script],
+            cwd=where.workspace,
+            env=sandbox.env(where.env()),
+            capture_output=True,
+            text=True,
+            timeout=30,
+            preexec_fn=confinement.apply,
+        )
+    finally:
+        os.close(confinement.ruleset_fd)
+    return lines(done)
+
+
+def test_a_secret_place_made_during_the_session_is_hidden_too(places: Places) -> None:
+    confined = Sandbox(SandboxSettings(), places.workspace, str(places.mc_home), str(places.home))
+    aws = places.home / ".aws"
+    aws.mkdir()
+    (aws / "credentials").write_text(places.credentials_secret)
+    said = confined_run(confined, places, 'cat "$HOME/.aws/credentials" || echo aws-refused')
+    assert said == ["aws-refused"]
+
+
+def test_a_git_file_stays_read_only(places: Places) -> None:
+    (places.workspace / ".git" / "config").unlink()
+    (places.workspace / ".git").rmdir()
+    (places.workspace / ".git").write_text("gitdir: /elsewhere/.git/worktrees/w\n")
+    done = sh(places, "echo 'gitdir: /tmp/evil' > .git || echo git-refused")
+    assert lines(done) == ["git-refused"]
+    assert (places.workspace / ".git").read_text() == "gitdir: /elsewhere/.git/worktrees/w\n"
+
+
+def test_a_confined_command_cannot_read_another_terminal(places: Places) -> None:
+    master, slave = os.openpty()
+    try:
+        typed = f"typed-{uuid.uuid4().hex}"
+        os.write(master, typed.encode() + b"\n")  # waits in the terminal's input queue
+        reader = f"print(open({os.ttyname(slave)!r}).readline())"
+        done = sandbox(
+            places,
+            [PYTHON, "-c", reader],
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # as the shell tool runs it: no controlling terminal
+        )
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert typed not in done.stdout
+
+
+def _legacy_tiocsti() -> bool:
+    try:
+        return Path("/proc/sys/dev/tty/legacy_tiocsti").read_text().strip() == "1"
+    except OSError:
+        return True  # kernels before 6.2 always allowed it
+
+
+@pytest.mark.skipif(not _legacy_tiocsti(), reason="this kernel refuses TIOCSTI (legacy off)")
+def test_a_confined_command_cannot_type_into_its_terminal(places: Places) -> None:
+    master, slave = os.openpty()
+    try:
+        injected = f"echo injected-{uuid.uuid4().hex}\n"
+        typer = f"import fcntl, termios\nfor c in {injected.encode()!r}:\n"
+        typer += "    fcntl.ioctl(0, termios.TIOCSTI, bytes([c]))\n"
+        done = sandbox(
+            places,
+            [PYTHON, "-c", typer],
+            stdin=slave,
+            start_new_session=True,
+            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),  # the user's terminal
+        )
+        assert done.returncode in (0, 1), done.stderr
+        os.set_blocking(slave, False)
+        try:
+            queued = os.read(slave, 4096)
+        except BlockingIOError:
+            queued = b""
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert injected.encode() not in queued
