@@ -307,3 +307,10 @@ def test_the_merged_settings_keep_the_global_sandbox_where_a_project_would_widen
     }
     made = SandboxSettings.from_settings(loaded.settings["sandbox"])
     assert made == SandboxSettings("workspace-write", False, (P("/a"),), (P("/x"), P("/y")))
+
+
+def test_a_grant_inside_a_hidden_place_loses_the_hidden_rights() -> None:
+    secret, inside_it = Path("/h/secret"), Path("/h/secret/project")
+    planned = rules([(inside_it, READ_FILE | WRITE_FILE)], [(secret, READ_FILE)], lambda folder: [])
+    assert planned == (Rule(inside_it, WRITE_FILE),)
+    assert rules([(inside_it, READ_FILE)], [(secret, READ_FILE)], lambda folder: []) == ()

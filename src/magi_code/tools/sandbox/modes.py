@@ -72,6 +72,16 @@ def _paths(values: list[str]) -> tuple[Path, ...]:
     return tuple(Path(os.path.expanduser(p)).resolve() for p in values)
 
 
+def _account_home() -> str | None:
+    """The home /etc/passwd gives this user (the secret places are there whatever $HOME says)."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        return None
+
+
 def keep_secrets() -> None:
     """No other process of the user (sandboxed or not) reads this one's environment or memory
     through /proc (Linux: not dumpable)."""
@@ -130,10 +140,10 @@ class Sandbox:
         self.settings = settings
         self.mode: Mode = settings.mode  # a face may switch it (Mission Control's /permissions)
         self.workspace = workspace.resolve()
-        homes = [Path(mc_home)]
-        if user_home:
-            homes += [Path(user_home, name) for name in SECRET_PLACES]
-        secrets = [p.resolve() for p in (*homes, *settings.deny_read)]
+        places = [Path(mc_home)]
+        for home in dict.fromkeys(h for h in (user_home, _account_home()) if h):
+            places += [Path(home, name) for name in SECRET_PLACES]
+        secrets = [p.resolve() for p in (*places, *settings.deny_read)]
         self.secret_places = tuple(dict.fromkeys(secrets))
         self._temp: Path | None = None
         self.auto = False  # approval mode `auto`: what the sandbox contains runs unasked

@@ -60,7 +60,8 @@ def rules(
     grants: Sequence[tuple[Path, int]], hidden: Sequence[tuple[Path, int]], children: Lister
 ) -> tuple[Rule, ...]:
     """Rules granting each (root, rights) in `grants` except, under each hidden (path,
-    rights), those rights. `children(folder)` lists a folder's entries (full paths)."""
+    rights), those rights (a root inside a hidden place included). `children(folder)` lists
+    a folder's entries (full paths)."""
     out: list[Rule] = []
     for root, rights in grants:
         _cover(root, rights, hidden, children, out)
@@ -70,6 +71,11 @@ def rules(
 def _cover(
     path: Path, rights: int, hidden: Sequence[tuple[Path, int]], children: Lister, out: list[Rule]
 ) -> None:
+    for h, r in hidden:  # a grant inside a hidden place gets none of its hidden rights
+        if h in path.parents:
+            rights &= ~r
+    if not rights:
+        return
     inner = [(h, r) for h, r in hidden if r & rights and (h == path or path in h.parents)]
     if not inner:
         out.append(Rule(path, rights))
