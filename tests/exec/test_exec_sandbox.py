@@ -16,6 +16,10 @@ import pytest
 from magi_code.client import environment
 from magi_code.tools.sandbox.modes import support
 
+from .test_exec import home, workspace
+
+__all__ = ["home", "workspace"]  # the fixtures
+
 EXEC = [str(Path(sys.executable).with_name("magi-code")), "exec"]
 
 pytestmark = pytest.mark.skipif(
@@ -46,18 +50,6 @@ def run(args: list[str], cwd: Path, home: Path, **env: str) -> list[dict[str, An
 
 def named(lines: list[dict[str, Any]], event: str) -> list[dict[str, Any]]:
     return [line["data"] for line in lines if line["event"] == event]
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "workspace"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "mc-home"
 
 
 def test_auto_runs_a_sandboxed_command_and_a_workspace_edit_unasked(

@@ -61,6 +61,22 @@ def no_secret(where: Places, done: subprocess.CompletedProcess[str]) -> None:
         assert secret not in done.stdout + done.stderr
 
 
+def confined(sandbox: Sandbox, where: Places, script: str) -> subprocess.CompletedProcess[str]:
+    """`script` in a shell inside `sandbox.shell()`, spawned here (the confinement, and its
+    ruleset descriptor, stay the sandbox's: it keeps them for the next command)."""
+    confinement = sandbox.shell()
+    assert confinement is not None
+    return subprocess.run(
+        ["sh", "-c", script],
+        cwd=where.workspace,
+        env=sandbox.env(where.env()),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        preexec_fn=confinement.apply,
+    )
+
+
 @pytest.fixture
 def tmp_name() -> Iterator[Path]:
     """A fresh name straight in /tmp, removed afterwards."""
@@ -404,8 +420,10 @@ def test_without_a_mount_namespace_git_stays_read_only(
     """Where the child may not have its own mounts, `.git` and `.magi-code` are planned as
     hidden from writes instead of bound read-only."""
     monkeypatch.setattr(modes, "_mounts", False)
-    confined = Sandbox(SandboxSettings(), places.workspace, str(places.mc_home), str(places.home))
-    confinement = confined.shell()
+    without_mounts = Sandbox(
+        SandboxSettings(), places.workspace, str(places.mc_home), str(places.home)
+    )
+    confinement = without_mounts.shell()
     assert confinement is not None
     assert confinement.read_only == ()
     script = (
@@ -414,18 +432,7 @@ def test_without_a_mount_namespace_git_stays_read_only(
         "echo s > src/made && echo src-ok\n"
         'cat "$HOME/.ssh/id_ed25519" || echo ssh-refused\n'
     )
-    try:
-        done = subprocess.run(
-            ["sh", "-c", script],
-            cwd=places.workspace,
-            env=confined.env(places.env()),
-            capture_output=True,
-            text=True,
-            timeout=30,
-            preexec_fn=confinement.apply,
-        )
-    finally:
-        os.close(confinement.ruleset_fd)
+    done = confined(without_mounts, places, script)
     assert lines(done) == ["git-refused", "magi-code-refused", "src-ok", "ssh-refused"]
     assert "Permission denied" in done.stderr  # Landlock's refusal, not a read-only mount
     assert not (places.workspace / ".git" / "made").exists()
@@ -436,22 +443,7 @@ def test_without_a_mount_namespace_git_stays_read_only(
 
 
 def confined_run(sandbox: Sandbox, where: Places, script: str) -> list[str]:
-    """`script` in a shell inside `sandbox.shell()`, spawned here; its stdout lines."""
-    confinement = sandbox.shell()
-    assert confinement is not None
-    try:
-        done = subprocess.run(
-            ["sh", "-c", script],
-            cwd=where.workspace,
-            env=sandbox.env(where.env()),
-            capture_output=True,
-            text=True,
-            timeout=30,
-            preexec_fn=confinement.apply,
-        )
-    finally:
-        os.close(confinement.ruleset_fd)
-    return lines(done)
+    return lines(confined(sandbox, where, script))
 
 
 def test_a_secret_place_made_during_the_session_is_hidden_too(places: Places) -> None:
