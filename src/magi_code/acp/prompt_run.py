@@ -40,8 +40,9 @@ Key = tuple[str, str | None]  # tool, shell command
 
 
 def remembered_key(asked: Asked | None, protected: Protected) -> Key | None:
-    """What "always allow" may remember for this call; None when it may not."""
-    if asked is None:
+    """What "always allow" may remember for this call; None when it may not (running a command
+    again outside the sandbox is asked each time)."""
+    if asked is None or asked.outside_sandbox:
         return None
     access = asked.access
     if any(protected.floor(access.kind, path) != "allow" for path in access.paths):
