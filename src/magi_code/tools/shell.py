@@ -40,6 +40,9 @@ from magi_code.tools.sandbox.spawn import SandboxFailed, open_process
 from magi_code.tools.summaries import safe_summary
 
 SHELL = "/bin/sh"
+SANDBOX_FAILED = ToolOutcome(
+    False, "error: the sandbox could not be applied, so the command did not run", "run: failed"
+)
 
 
 @record
@@ -125,7 +128,10 @@ class Shell:
         sandbox = None if ctx.unconfined else ctx.sandbox
         try:
             confinement = sandbox.shell() if sandbox is not None else None
-            env = sandbox.env(ctx.env) if sandbox and confinement else dict(ctx.env)
+        except OSError:  # the kernel refused the ruleset: nothing runs unconfined
+            return SANDBOX_FAILED
+        env = sandbox.env(ctx.env) if sandbox and confinement else dict(ctx.env)
+        try:
             # Shielded: a cancellation landing inside the spawn would orphan a started child.
             with anyio.CancelScope(shield=True):
                 process = await open_process(
@@ -139,8 +145,7 @@ class Shell:
                     start_new_session=True,
                 )
         except SandboxFailed:
-            why = "error: the sandbox could not be applied, so the command did not run"
-            return ToolOutcome(False, why, "run: sandbox failed")
+            return SANDBOX_FAILED
         except OSError:
             return ToolOutcome(False, "error: could not start /bin/sh", "run: failed to start")
         try:

@@ -4,11 +4,10 @@ The settings are checked in settings.py (light, for startup); here they become p
 `Sandbox.shell()` and `Sandbox.code_mode()` give the `Confinement` of a spawn; it is made
 again only when what it was planned from changed (a folder listed to plan around a secret
 place gained or lost an entry, `.git` appeared, the mode changed), so a command costs a few
-`stat` calls, not a plan. Where the kernel
-offers no sandbox, `support()` says why once per process, `shell()` gives None (commands run
-as the user, as the faces say at start) and `code_mode()` raises: a program never runs
-unconfined. MC_NO_LANDLOCK=1 makes this process behave as on such a kernel (for tests and
-for trying it).
+`stat` calls, not a plan. Where the kernel offers no sandbox, `support()` says why once per
+process, `shell()` gives None (commands run as the user, as the faces say at start) and
+`code_mode()` raises: a program never runs unconfined. MC_NO_LANDLOCK=1 makes this process
+behave as on such a kernel (for tests and for trying it).
 """
 
 import atexit
@@ -33,8 +32,7 @@ if TYPE_CHECKING:
     from magi_code.tools.paths import Protected
     from magi_code.tools.sandbox import seccomp
     from magi_code.tools.sandbox.confine import Confinement
-
-Mode = Literal["read-only", "workspace-write", "full-access"]
+    from magi_code.tools.sandbox.settings import Mode
 
 # Never readable inside the sandbox (under the user's home), besides MC_HOME and `deny_read`.
 SECRET_PLACES = tuple(
@@ -55,7 +53,7 @@ class SandboxUnavailable(ToolsError):
 
 @record
 class SandboxSettings:
-    mode: Mode = DEFAULT_MODE
+    mode: "Mode" = DEFAULT_MODE
     network: bool = False
     writable_roots: tuple[Path, ...] = ()
     deny_read: tuple[Path, ...] = ()
