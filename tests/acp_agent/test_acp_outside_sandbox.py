@@ -1,10 +1,20 @@
 """ACP's "always allow" never covers running a command again outside the sandbox: that
 question is asked each time, whatever was allowed for the command itself."""
 
+from pathlib import Path
+
+import pytest
+from acp import text_block
+
 from magi_code.acp.prompt_run import remembered_key
 from magi_code.tools.approvals import Asked
 from magi_code.tools.base import Access
 from magi_code.tools.paths import Protected
+from magi_code.tools.sandbox.modes import support
+
+from .test_acp import agent, home, run, script, workspace
+
+__all__ = ["home", "workspace"]  # the fixtures
 
 
 def test_running_outside_the_sandbox_is_never_remembered() -> None:
@@ -12,3 +22,29 @@ def test_running_outside_the_sandbox_is_never_remembered() -> None:
     assert remembered_key(Asked("shell", access, "{}"), Protected()) == ("shell", "make install")
     outside = Asked("shell", access, "{}", outside_sandbox=True)
     assert remembered_key(outside, Protected()) is None
+
+
+@pytest.mark.skipif(support()[1] is not None, reason=f"no Landlock here: {support()[1]}")
+def test_an_editor_is_asked_to_run_a_refused_command_outside_and_always_allow_is_not_kept(
+    workspace: Path, home: Path
+) -> None:
+    home.mkdir()
+    (home / "settings.toml").write_text('approval_mode = "auto"\n')
+    command = {"name": "shell", "arguments": {"command": "echo x >> /etc/made-in-an-acp-test"}}
+
+    async def scenario() -> None:
+        async with agent(workspace, home) as (conn, client):
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            prompt = [text_block(script({"tools": [command]}))]
+            client.answers = ["allow_always"]  # taken once, never remembered
+            await conn.prompt(session_id=session.session_id, prompt=prompt)
+            client.answers = ["reject_once"]  # so asked again, and refused
+            await conn.prompt(session_id=session.session_id, prompt=prompt)
+            titles = [call.title or "" for call in client.asked]
+            assert len(titles) == 2
+            assert all(t.startswith("Run outside the sandbox?") for t in titles)
+
+    try:
+        run(scenario)
+    finally:
+        Path("/etc/made-in-an-acp-test").unlink(missing_ok=True)
