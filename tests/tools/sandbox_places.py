@@ -1,12 +1,13 @@
 """Places for the real-process sandbox tests: a fake HOME holding an SSH key, a fake MC_HOME
 holding credentials, and a workspace with `.git` and `.magi-code` folders.
 
-They lie in pytest's cache folder (in the repository; else in its `.cache`), never under
-/tmp, /var/tmp or /dev/shm: those are writable roots in workspace-write, and Landlock cannot
-take a folder out of a grant, so a secret place under one of them splits that root into
-per-entry rules and new entries directly in it could not be made (the tests write new files
-straight into /tmp). Each test gets its own folder, removed afterwards. The secrets are fresh
-per test, so finding one in an output can only mean it was read.
+They lie in pytest's cache folder (in the repository; else in its `.cache`, else in the
+user's `~/.cache`), never under /tmp, /var/tmp or /dev/shm: those are writable roots in
+workspace-write, and Landlock cannot take a folder out of a grant, so a secret place under
+one of them splits that root into per-entry rules and new entries directly in it could not be
+made (the tests write new files straight into /tmp). Each test gets its own folder, removed
+afterwards. The secrets are fresh per test, so finding one in an output can only mean it was
+read.
 """
 
 import os
@@ -82,6 +83,24 @@ def make_places(base: Path) -> Places:
     )
 
 
+def outside_shared_temp(request: pytest.FixtureRequest) -> Path:
+    """A folder for the places outside /tmp, /var/tmp and /dev/shm: pytest's cache folder, the
+    repository's `.cache` (git ignores both), or a folder in the user's own `~/.cache` when the
+    repository itself lies in a shared temporary folder (as a fresh clone may)."""
+    cache = getattr(request.config, "cache", None)  # None under -p no:cacheprovider
+    candidates = [request.config.rootpath / ".cache" / "sandbox-places"]
+    if cache is not None:
+        candidates.insert(0, Path(cache.mkdir("sandbox-places")))
+    candidates.append(Path.home() / ".cache" / "magi-code-sandbox-tests")
+    shared = [Path(p).resolve() for p in SHARED_TEMP if os.path.isdir(p)]
+    for base in candidates:
+        resolved = base.resolve()
+        if not any(resolved == p or p in resolved.parents for p in shared):
+            resolved.mkdir(parents=True, exist_ok=True)
+            return resolved
+    pytest.fail(f"the sandbox tests need a folder outside {SHARED_TEMP}: {candidates}")
+
+
 def require_sandbox() -> None:
     """Skip (naming why) only where this kernel truly offers no sandbox."""
     why = support()[1]
@@ -92,17 +111,7 @@ def require_sandbox() -> None:
 @pytest.fixture
 def places(request: pytest.FixtureRequest) -> Iterator[Places]:
     require_sandbox()
-    cache = getattr(request.config, "cache", None)  # None under -p no:cacheprovider
-    if cache is not None:
-        base = Path(cache.mkdir("sandbox-places"))
-    else:
-        base = request.config.rootpath / ".cache" / "sandbox-places"  # ignored by git too
-        base.mkdir(parents=True, exist_ok=True)
-    resolved = base.resolve()
-    shared = [Path(p).resolve() for p in SHARED_TEMP if os.path.isdir(p)]
-    if any(resolved == p or p in resolved.parents for p in shared):
-        pytest.fail(f"the sandbox tests need their places outside {SHARED_TEMP}: {resolved}")
-    made = make_places(resolved)
+    made = make_places(outside_shared_temp(request))
     try:
         yield made
     finally:
