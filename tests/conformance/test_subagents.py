@@ -422,3 +422,26 @@ def test_peers_see_the_session_busy_while_a_turn_runs(
         assert wait_for(lambda: not busy(), 5)
     finally:
         peer.close()
+
+
+def test_a_child_runs_in_its_parents_sandbox_mode(
+    spawn: Spawn, home: Path, workspace: Path, xdg: dict[str, str]
+) -> None:
+    from magi_code.tools.sandbox.modes import support
+
+    if support()[1] is not None:
+        pytest.skip(f"no Landlock here: {support()[1]}")
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "settings.toml").write_text('approval_mode = "auto"\n')  # the child runs it unasked
+    parent = spawn(MAGI_SANDBOX_MODE="read-only", **xdg)  # as `--sandbox read-only` hands it
+    session_id = attach(parent)
+    command = {"command": "touch made-by-child || echo refused"}
+    child_prompt = script({"tools": [{"name": "shell", "arguments": command}]}, {"text": "ok"})
+    start(parent, session_id, script({"tools": [agent_call(child_prompt)]}, {"text": "done"}))
+    events = until(parent, "run.finished")
+    assert not [e for e in events if e.name == "approval.requested"]
+    (answered,) = tool_results(home, session_id, "agent")
+    child = json.loads(answered["result"])["session"]
+    (shell,) = [r for r in records(home, child) if r["type"] == "tool" and r["state"] != "started"]
+    assert "refused" in shell["result"] and "sandbox: read-only" in shell["result"]
+    assert not (workspace / "made-by-child").exists()

@@ -250,8 +250,11 @@ class SessionAgents:
     # ---- children ----------------------------------------------------------------------------
 
     def child_env(self, profile: str, identity: dict[str, str]) -> dict[str, str]:
-        """A child's environment: this process's, the fork's identity, the delegation."""
+        """A child's environment: this process's, the fork's identity, the delegation, the
+        sandbox mode."""
         from magi_code.runner import delegation
+        from magi_code.runner.setup import parts
+        from magi_code.tools.sandbox.settings import MODE_ENV
 
         admitted, melchior = self.admitted, self.melchior
         handed = delegation.hand_down(
@@ -265,6 +268,7 @@ class SessionAgents:
         env = {k: v for k, v in admitted.env.items() if k not in peers.IDENTITY_KEYS}
         env.update(identity)
         env[delegation.ENV] = json.dumps({**handed.to_json(), "profile": profile})
+        env[MODE_ENV] = parts(admitted).sandbox.mode  # the sandbox as the parent has it now
         vocabulary = self.boot.described.vocabulary
         if vocabulary is not None:
             env[VOCABULARY_ENV] = json.dumps(vocabulary)
