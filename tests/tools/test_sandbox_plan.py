@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from magi_code.config import settings, trust
+from magi_code.runner.startup import StartupError, check_sandbox
 from magi_code.tools.sandbox.modes import SandboxSettings
 from magi_code.tools.sandbox.plan import (
     EVERYTHING,
@@ -20,7 +21,7 @@ from magi_code.tools.sandbox.plan import (
     Rule,
     rules,
 )
-from magi_code.tools.sandbox.settings import MODES, SandboxError
+from magi_code.tools.sandbox.settings import MODE_ENV, MODES, SandboxError
 
 P = Path
 TREE: dict[Path, list[Path]] = {
@@ -314,3 +315,22 @@ def test_a_grant_inside_a_hidden_place_loses_the_hidden_rights() -> None:
     planned = rules([(inside_it, READ_FILE | WRITE_FILE)], [(secret, READ_FILE)], lambda folder: [])
     assert planned == (Rule(inside_it, WRITE_FILE),)
     assert rules([(inside_it, READ_FILE)], [(secret, READ_FILE)], lambda folder: []) == ()
+
+
+@pytest.mark.parametrize(
+    ("conf", "env"),
+    [({}, {MODE_ENV: "open"}), ({"sandbox": {"mode": "open"}}, {}), ({"approval_mode": "yes"}, {})],
+)
+def test_startup_refuses_a_bad_sandbox_setting(
+    conf: dict[str, object], env: dict[str, str]
+) -> None:
+    with pytest.raises(StartupError) as refused:
+        check_sandbox(conf, env)
+    assert refused.value.code == "configuration_invalid"
+
+
+def test_startup_takes_the_good_ones() -> None:
+    check_sandbox(
+        {"sandbox": {"mode": "read-only"}, "approval_mode": "auto"}, {MODE_ENV: "full-access"}
+    )
+    check_sandbox({}, {})

@@ -277,7 +277,11 @@ def check_permissions(conf: Mapping[str, Any]) -> None:
 
 
 def check_sandbox(conf: Mapping[str, Any], env: Mapping[str, str]) -> None:
-    """A bad `[sandbox]` table, MAGI_SANDBOX_MODE or `approval_mode` fails startup."""
+    """A bad `[sandbox]` table, MAGI_SANDBOX_MODE or `approval_mode` fails startup; the
+    settings module loads only when one is set."""
+    mode_env = "MAGI_SANDBOX_MODE"  # settings.MODE_ENV, before the module is worth loading
+    if "sandbox" not in conf and "approval_mode" not in conf and mode_env not in env:
+        return
     from magi_code.tools.sandbox.settings import APPROVAL_SETTINGS, MODE_ENV, SandboxError, checked
 
     if conf.get("approval_mode", "ask") not in APPROVAL_SETTINGS:
