@@ -199,7 +199,9 @@ async def test_a_key_queued_before_the_modal_opened_is_not_an_answer(
 
 
 async def test_an_expired_approval_closes_and_denies(tmp_path: Path, workspace: Path) -> None:
-    driver = make_driver(tmp_path, workspace, expiry_ms=400)
+    # Long enough to see the modal on a loaded machine (it takes some 150 ms to show on an
+    # idle one; at 400 ms it could come and go between two looks in the full suite).
+    driver = make_driver(tmp_path, workspace, expiry_ms=1500)
     app = MissionControl(driver)
     try:
         async with app.run_test(size=SIZE) as pilot:
