@@ -1,15 +1,14 @@
-"""ACP's "always allow" never covers running a command again outside the sandbox: that
-question is asked each time, whatever was allowed for the command itself."""
+"""The session grant ("always allow" in ACP) never covers running a command again outside
+the sandbox: that question is asked each time, whatever was allowed for the command itself."""
 
 from pathlib import Path
 
 import pytest
 from acp import text_block
 
-from magi_code.acp.prompt_run import remembered_key
 from magi_code.tools.approvals import Asked
 from magi_code.tools.base import Access
-from magi_code.tools.paths import Protected
+from magi_code.tools.grants import SessionGrants
 from magi_code.tools.sandbox.modes import support
 
 from .test_acp import agent, home, run, script, workspace
@@ -19,9 +18,11 @@ __all__ = ["home", "workspace"]  # the fixtures
 
 def test_running_outside_the_sandbox_is_never_remembered() -> None:
     access = Access("shell", (), "make install")
-    assert remembered_key(Asked("shell", access, "{}"), Protected()) == ("shell", "make install")
-    outside = Asked("shell", access, "{}", outside_sandbox=True)
-    assert remembered_key(outside, Protected()) is None
+    grants = SessionGrants()
+    grants.grant(Asked("shell", access, "{}", outside_sandbox=True))
+    assert not grants.covers("shell", access)
+    grants.grant(Asked("shell", access, "{}"))
+    assert grants.covers("shell", access)
 
 
 @pytest.mark.skipif(support()[1] is not None, reason=f"no Landlock here: {support()[1]}")

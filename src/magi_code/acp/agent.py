@@ -32,10 +32,11 @@ from acp.schema import (
 
 from magi_code import limits
 from magi_code.acp import updates
-from magi_code.acp.prompt_run import Key, PromptRun
+from magi_code.acp.prompt_run import PromptRun
 from magi_code.runner.startup import Admitted, StartupError, admit
-from magi_code.runner.turn import TurnControl
+from magi_code.runner.turn import TurnControl, TurnSetup
 from magi_code.sessions import Attachment, SessionError, SessionStore, valid_session_id
+from magi_code.tools.grants import SessionGrants
 
 if TYPE_CHECKING:
     from magi_code.runner.agents import SessionAgents
@@ -57,7 +58,7 @@ class Session:
     thinking: str | None
     control: TurnControl | None = None  # the running prompt's
     ended: anyio.Event = field(default_factory=anyio.Event)  # set when no prompt runs
-    always: set[Key] = field(default_factory=set)
+    grants: SessionGrants = field(default_factory=SessionGrants)  # "always allow" answers
 
 
 class MagiAgent:
@@ -204,14 +205,18 @@ class MagiAgent:
     async def run(self, session: Session, text: str, control: TurnControl) -> Any:
         from magi_code.acp.host import host_io
         from magi_code.runner.entry import start_turn
-        from magi_code.runner.setup import parts
         from magi_code.runner.turn import new_id
         from magi_code.tools.approvals import ApprovalBroker
 
         assert self.store is not None and self.client is not None
-        protected = parts(session.admitted).policy.protected
-        run = PromptRun(self.client, session.attachment.session_id, session.always, protected)
+        from magi_code.tools.grants import GrantedPolicy
+
+        run = PromptRun(self.client, session.attachment.session_id, session.grants)
         run.broker = broker = ApprovalBroker(run.announce)
+
+        def granted(setup: TurnSetup) -> None:  # "always allow": tools/grants.py, as elsewhere
+            setup.policy = GrantedPolicy.over(setup.policy, session.grants)
+
         async with anyio.create_task_group() as sending:
             sending.start_soon(run.pump)
             async with anyio.create_task_group() as asks:
@@ -227,6 +232,7 @@ class MagiAgent:
                     approvals=broker,
                     agents=session.agents,
                     host_io=host_io(self.client, session.attachment.session_id, self.client_caps),
+                    observe=granted,
                 )
                 asks.cancel_scope.cancel()  # approvals still asked are denied already
             await run.close()  # the sender drains what is queued, then ends

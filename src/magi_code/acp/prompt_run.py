@@ -9,8 +9,8 @@ CRITICAL_EVENT_WAIT_MS for room, and a client that cannot take them cancels the 
 
 An approval is queued behind the tool call it is for, then asked in its own task (owned by
 the prompt, bounded by the approval's expiry); the broker stays the judge of expiry and of
-who answered first. "Always allow" is remembered for the session only, per tool (per command
-for the shell), and never for a protected path.
+who answered first. "Always allow" is the session grant (tools/grants.py: this exact tool,
+command and paths, never a protected path or a run outside the sandbox), as in every face.
 """
 
 from dataclasses import dataclass, field
@@ -34,20 +34,7 @@ from magi_code.runner.events import (
 )
 from magi_code.runner.turn import OutputUnavailable
 from magi_code.tools.approvals import ApprovalBroker, Asked
-from magi_code.tools.paths import Protected
-
-Key = tuple[str, str | None]  # tool, shell command
-
-
-def remembered_key(asked: Asked | None, protected: Protected) -> Key | None:
-    """What "always allow" may remember for this call; None when it may not (running a command
-    again outside the sandbox is asked each time)."""
-    if asked is None or asked.outside_sandbox:
-        return None
-    access = asked.access
-    if any(protected.floor(access.kind, path) != "allow" for path in access.paths):
-        return None
-    return asked.tool, access.command
+from magi_code.tools.grants import SessionGrants
 
 
 @dataclass
@@ -70,8 +57,7 @@ class Message:
 class PromptRun:
     client: Client
     session_id: str
-    always: set[Key]  # the session's "always allow" answers
-    protected: Protected
+    grants: SessionGrants  # the session's "always allow" answers
     broker: ApprovalBroker | None = None
     asks: TaskGroup | None = None
     open_tool: str | None = None  # the started tool call the next approval is for
@@ -149,10 +135,6 @@ class PromptRun:
     async def announce(self, approval_id: str, summary: str, expires_in_ms: int) -> None:
         assert self.broker is not None
         asked = self.broker.asked(approval_id)
-        key = remembered_key(asked, self.protected)
-        if key is not None and key in self.always:
-            self.broker.answer(approval_id, True)
-            return
         tool_call_id = self.open_tool or approval_id
         await self.put(Ask(approval_id, tool_call_id, summary, asked, expires_in_ms))
 
@@ -170,7 +152,6 @@ class PromptRun:
             if response is not None and isinstance(response.outcome, AllowedOutcome):
                 choice = response.outcome.option_id
         allow = choice in (updates.ALLOW_ONCE, updates.ALLOW_ALWAYS)
-        key = remembered_key(ask.asked, self.protected)
-        if choice == updates.ALLOW_ALWAYS and key is not None:
-            self.always.add(key)
-        self.broker.answer(ask.approval_id, allow)
+        won = self.broker.answer(ask.approval_id, allow)
+        if won and choice == updates.ALLOW_ALWAYS:
+            self.grants.grant(ask.asked)

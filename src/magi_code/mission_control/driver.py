@@ -30,7 +30,6 @@ from magi_code.mission_control.observe import (
     ObservedTool,
     Observer,
     PendingCall,
-    grant_key,
 )
 from magi_code.mission_control.preview import Preview, outside_preview, preview
 from magi_code.providers.base import Usage
@@ -421,14 +420,14 @@ class Driver:
         async def announce(approval_id: str, summary: str, expires_in_ms: int) -> None:
             call, shown = observer.call, observer.preview
             asked = broker.asked(approval_id)
-            outside = asked is not None and asked.outside_sandbox
-            if asked is not None and outside and call is not None:
+            if asked is not None and asked.outside_sandbox and call is not None:
                 shown = outside_preview(asked.access.command or "", str(call.ctx.workspace))
 
             def allow_session() -> bool:
-                if call is not None and not outside:  # running outside is granted once
-                    self.grants.exact.add(grant_key(call.tool, call.access))
-                return broker.answer(approval_id, True)
+                won = broker.answer(approval_id, True)
+                if won:
+                    self.grants.grant(asked)  # the exact call (tools/grants.py); never outside
+                return won
 
             await face.approval(
                 Approval(

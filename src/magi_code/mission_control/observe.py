@@ -8,9 +8,10 @@
 - `ObservedTool` notes the call the runner is about to decide on (its arguments, for an
   approval's preview) and the output it produced (for the card's expanded view).
 - `FacePolicy` is the settings policy plus what this person granted while the process lives:
-  exact rules from "allow for this session" and the approval mode. It only ever turns an
-  `ask` into an `allow`, and only where the person's own rules asked: a `deny`, an untrusted
-  project's or agent profile's narrowing and a protected path still decide.
+  the session grants (tools/grants.py, the one rule every face uses) and the approval mode.
+  It only ever turns an `ask` into an `allow`, and only where the person's own rules asked:
+  a `deny`, an untrusted project's or agent profile's narrowing and a protected path still
+  decide.
 
 The runner is sequential within a turn (one tool call at a time), so one `Observer` slot per
 turn is enough.
@@ -32,11 +33,11 @@ from magi_code.providers.base import (
     ReasoningSummary,
     Usage,
 )
-from magi_code.records import field, field_names, record
+from magi_code.records import field, record
 from magi_code.redact import redact
 from magi_code.tools.base import Access, Tool, ToolContext, ToolOutcome
+from magi_code.tools.grants import GrantedPolicy, SessionGrants
 from magi_code.tools.paths import inside
-from magi_code.tools.policy import Decision, Policy
 
 ApprovalMode = Literal["ask", "edits", "full", "auto"]
 APPROVAL_MODES: tuple[ApprovalMode, ...] = ("ask", "edits", "full", "auto")
@@ -116,39 +117,23 @@ class ObservedTool:
         return outcome
 
 
-def grant_key(tool: str, access: Access) -> tuple[object, ...]:
-    """The exact rule "allow for this session" adds: this tool, this command, these paths."""
-    return (tool, access.kind, access.command, access.paths)
+class Grants(SessionGrants):
+    """What this person allowed while the process lives (tools/grants.py), and the approval
+    mode; never written anywhere."""
 
-
-@record(frozen=False)
-class Grants:
-    """What this person allowed while the process lives; never written anywhere."""
-
-    mode: ApprovalMode = "ask"
-    exact: set[tuple[object, ...]] = field(default_factory=set)
+    def __init__(self, mode: ApprovalMode = "ask") -> None:
+        super().__init__()
+        self.mode = mode
 
 
 @record
-class FacePolicy(Policy):
+class FacePolicy(GrantedPolicy):
+    """The session's grants, widened by the approval mode (edits, full)."""
+
     grants: Grants = field(default_factory=Grants)
 
-    @classmethod
-    def over(cls, policy: Policy, grants: Grants) -> "FacePolicy":
-        kept = {name: getattr(policy, name) for name in field_names(Policy)}
-        return cls(**kept, grants=grants)
-
-    def _decide_one(self, tool: str, access: Access, path: Path | None, ws: Path) -> Decision:
-        decided = super()._decide_one(tool, access, path, ws)
-        if decided != "ask" or not self._granted(tool, access, path, ws):
-            return decided
-        # Widened, but never past what the layers above the person's own rules demand: an
-        # untrusted project's or a profile's narrowing, and protected paths.
-        floor = Policy("allow", "allow", "allow", (), self.narrowing, self.protected)
-        return floor._decide_one(tool, access, path, ws)
-
     def _granted(self, tool: str, access: Access, path: Path | None, ws: Path) -> bool:
-        if grant_key(tool, access) in self.grants.exact or self.grants.mode == "full":
+        if super()._granted(tool, access, path, ws) or self.grants.mode == "full":
             return True
         in_workspace = path is not None and inside(path, ws)
         return self.grants.mode == "edits" and access.kind == "write" and in_workspace
