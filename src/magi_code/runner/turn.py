@@ -514,6 +514,7 @@ class Turn:
             bridge=bridge,
             host=self.setup.host_io,
             sandbox=self.setup.sandbox,
+            protected=self.setup.policy.protected,
         )
 
     async def run_tool(self, tool: Tool[Any], args: Any, ctx: ToolContext) -> ToolOutcome:

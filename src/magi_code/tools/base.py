@@ -21,6 +21,7 @@ from magi_code.tools.summaries import clip_utf8, safe_summary, scrub_surrogates
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from magi_code.tools.paths import Protected
     from magi_code.tools.sandbox.modes import Sandbox
 
 InputErrorCode = Literal["invalid_json", "invalid_arguments", "arguments_too_large"]
@@ -52,6 +53,9 @@ class ToolContext:
     # full-access or `unconfined` (a run outside it that the user allowed); Code Mode always.
     sandbox: "Sandbox | None" = None
     unconfined: bool = False
+    # What no tool reads or writes, by path and by file (a hard link is no door): the
+    # policy's protected paths (tools/paths.py). None: nothing beyond the policy's decision.
+    protected: "Protected | None" = None
 
 
 @record

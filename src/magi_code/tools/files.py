@@ -9,6 +9,8 @@ With a host (`ctx.host`: an editor's buffers over ACP) the text goes through it 
 files it carries: the same numbering, notes and bounds, and the disk is left to the host.
 """
 
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -29,6 +31,8 @@ from magi_code.tools.limits import (
 from magi_code.tools.paths import display, open_regular, os_error_code, resolve
 from magi_code.tools.summaries import safe_summary
 from magi_code.tools.text import Lines, cut_line, decode_line, is_binary, read_line
+
+Guard = Callable[[os.stat_result], bool]  # refuses a hard link to a protected file
 
 
 def failed(code: str, what: str, summary: str) -> ToolOutcome:
@@ -89,7 +93,9 @@ class ReadFile:
                 return failed("host_error", f"the client could not read {shown}", f"read {shown}")
             return _read_text(text, shown, args)
         try:
-            return await anyio.to_thread.run_sync(_read, path, shown, args, abandon_on_cancel=True)
+            return await anyio.to_thread.run_sync(
+                _read, path, shown, args, _guard(ctx, "read"), abandon_on_cancel=True
+            )
         except OSError as e:
             return failed(os_error_code(e), shown, f"read {shown}")
 
@@ -110,10 +116,15 @@ def _disk_size(path: Path) -> int:
         return 0
 
 
-def _read(path: Path, shown: str, args: ReadArgs) -> ToolOutcome:
+def _guard(ctx: ToolContext, kind: str) -> Guard | None:
+    """What refuses a hard link to a protected file, when the context knows them."""
+    return ctx.protected.guard(kind) if ctx.protected is not None else None
+
+
+def _read(path: Path, shown: str, args: ReadArgs, guard: Guard | None) -> ToolOutcome:
     out = Lines(TEXT_BYTES)
     number = 0
-    with open_regular(path) as handle:
+    with open_regular(path, refused=guard) as handle:
         if is_binary(handle):
             return failed("not_text", f"{shown} looks binary", f"read {shown}")
         while (raw := read_line(handle)) is not None:
@@ -204,7 +215,7 @@ class WriteFile:
                 ok=True, output=f"wrote {shown} ({len(data)} bytes)", summary=f"wrote {shown}"
             )
         try:
-            existed = await anyio.to_thread.run_sync(_write, path, data)
+            existed = await anyio.to_thread.run_sync(_write, path, data, _guard(ctx, "write"))
         except OSError as e:
             return failed(os_error_code(e), shown, f"write {shown}")
         verb = "overwrote" if existed else "created"
@@ -213,11 +224,11 @@ class WriteFile:
         )
 
 
-def _write(path: Path, data: bytes) -> bool:
+def _write(path: Path, data: bytes, guard: Guard | None) -> bool:
     """Write in place (keeping mode, owner and hard links); report whether the file existed."""
     path.parent.mkdir(parents=True, exist_ok=True)
     existed = path.exists()
-    with open_regular(path, write=True) as handle:
+    with open_regular(path, write=True, refused=guard) as handle:
         handle.write(data)
     return existed
 
@@ -290,14 +301,17 @@ class EditFile:
                 return failed("host_error", f"the client could not write {shown}", f"edit {shown}")
             return _edited(shown, edited[1])
         try:
-            return await anyio.to_thread.run_sync(_edit, path, shown, args)
+            guards = _guard(ctx, "read"), _guard(ctx, "write")
+            return await anyio.to_thread.run_sync(_edit, path, shown, args, guards)
         except OSError as e:
             return failed(os_error_code(e), shown, f"edit {shown}")
 
 
-def _edit(path: Path, shown: str, args: EditArgs) -> ToolOutcome:
+def _edit(
+    path: Path, shown: str, args: EditArgs, guards: tuple[Guard | None, Guard | None]
+) -> ToolOutcome:
     summary = f"edit {shown}"
-    with open_regular(path) as handle:
+    with open_regular(path, refused=guards[0]) as handle:
         data = handle.read(EDIT_FILE_BYTES + 1)
     if len(data) > EDIT_FILE_BYTES:
         return failed("too_large", f"{shown} exceeds {EDIT_FILE_BYTES} bytes", summary)
@@ -308,7 +322,7 @@ def _edit(path: Path, shown: str, args: EditArgs) -> ToolOutcome:
     edited = _replaced(text, shown, args)
     if isinstance(edited, ToolOutcome):
         return edited
-    with open_regular(path, write=True) as handle:
+    with open_regular(path, write=True, refused=guards[1]) as handle:
         handle.write(edited[0])
     return _edited(shown, edited[1])
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 
 import magi_code
-from magi_code.records import asdict, record
+from magi_code.records import asdict, record, replace
 from magi_code.tools import args as A
 from magi_code.tools.base import Access, ToolContext, ToolInputError, ToolOutcome
 from magi_code.tools.files import failed
@@ -93,6 +93,13 @@ class Grep:
         except (re.error, RecursionError, OverflowError):
             return failed("bad_pattern", "the regular expression does not compile", summary)
         request = Request(str(root), shown, args.pattern, args.ignore_case, args.include)
+        if ctx.protected is not None:  # never the store or the sessions, nor a link to them
+            protected = ctx.protected
+            request = replace(
+                request,
+                skip=[str(p) for p in protected.secrets],
+                linked=[list(i) for i in protected.identities("read")],
+            )
         reply = await _run_search(request)
         if reply is None:
             why = f"no result within {GREP_TIMEOUT_S:g} s (or the search failed); narrow it"

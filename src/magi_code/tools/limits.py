@@ -26,6 +26,7 @@ GLOB_RESULTS = 1000
 GREP_MATCHES = 200
 GREP_FILE_BYTES = 16 * 1024 * 1024  # larger files are skipped
 WALK_ENTRIES = 200_000  # directory entries one glob/grep may visit
+LINK_CHECK_ENTRIES = 100_000  # protected files a hard link is compared against (by inode)
 GREP_TIMEOUT_S = 60.0  # the search child is killed after this
 GREP_KILL_GRACE_S = 1.0
 GREP_REPLY_BYTES = 4 * TEXT_BYTES  # the child's JSON reply (escaping can grow the text)

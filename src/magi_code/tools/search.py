@@ -6,10 +6,12 @@ the parent's loop stays free and a timeout or cancellation kills the search outr
 
 Protocol: one JSON request object on stdin, one JSON result object on stdout. No anyio here,
 nothing printed but the result, and no path or text outside `root` is read: symlinked files
-met during a walk are skipped, as are binary (NUL in the head) and oversized files.
+met during a walk are skipped, as are binary (NUL in the head) and oversized files, files
+under `skip` (the credential store, the session files) and hard links to one (`linked`).
 """
 
 import json
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -41,6 +43,8 @@ class Request:
     pattern: str
     ignore_case: bool
     include: str | None
+    skip: list[str] = field(default_factory=list)  # canonical paths never read
+    linked: list[list[int]] = field(default_factory=list)  # [device, inode] of those files
 
 
 def search(request: Request) -> Result:
@@ -48,8 +52,16 @@ def search(request: Request) -> Result:
     out = Lines(TEXT_BYTES)
     result = Result()
 
+    linked = {(device, inode) for device, inode in request.linked}
+
+    def refused(st: os.stat_result) -> bool:
+        return st.st_nlink > 1 and (st.st_dev, st.st_ino) in linked
+
     def scan(path: Path, shown: str) -> None:
-        _scan(path, shown, regex, out, result)
+        if any(path == Path(p) or Path(p) in path.parents for p in request.skip):
+            result.skipped += 1
+            return
+        _scan(path, shown, regex, out, result, refused)
 
     root = Path(request.root)
     try:
@@ -86,12 +98,19 @@ def _walk(
     result.visited, result.truncated = walk.visited, walk.truncated
 
 
-def _scan(path: Path, shown: str, regex: re.Pattern[str], out: Lines, result: Result) -> None:
+def _scan(
+    path: Path,
+    shown: str,
+    regex: re.Pattern[str],
+    out: Lines,
+    result: Result,
+    refused: Callable[[os.stat_result], bool],
+) -> None:
     try:
         if path.stat().st_size > GREP_FILE_BYTES:
             result.skipped += 1
             return
-        with open_regular(path) as handle:
+        with open_regular(path, refused=refused) as handle:
             if is_binary(handle):
                 result.skipped += 1
                 return
