@@ -1,6 +1,8 @@
 """Definitions, digests, approval and tool names: the pure parts of MCP support."""
 
 import hashlib
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -21,7 +23,13 @@ FILES = {"command": "python", "args": ["-m", "srv"], "env": {"K": "v"}, "enabled
 
 
 def test_digest_is_sha256_of_the_canonical_json() -> None:
-    canonical = '{"args":["-m","srv"],"command":"python","env":{"K":"v"},"name":"files"}'
+    """The program is the command as PATH resolves it (a new program under the same name
+    needs a new approval), and the folder it starts in is covered too."""
+    program = json.dumps(shutil.which("python") or "python")
+    canonical = (
+        '{"args":["-m","srv"],"command":"python","cwd":null,"env":{"K":"v"},"name":"files",'
+        f'"program":{program}}}'
+    )
     assert canonical_digest("files", FILES) == hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -34,7 +42,13 @@ def test_digest_is_stable_across_key_order_and_ignores_enabled() -> None:
 
 @pytest.mark.parametrize(
     "change",
-    [{"command": "python3"}, {"args": ["-m", "other"]}, {"env": {"K": "w"}}, {"env": {}}],
+    [
+        {"command": "python3"},
+        {"args": ["-m", "other"]},
+        {"env": {"K": "w"}},
+        {"env": {}},
+        {"cwd": "/srv/files"},
+    ],
 )
 def test_any_change_of_the_definition_changes_the_digest(change: dict[str, object]) -> None:
     assert canonical_digest("files", {**FILES, **change}) != canonical_digest("files", FILES)

@@ -2,6 +2,7 @@
 the session file keeps, and that a hook is bounded in time and output."""
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -200,7 +201,10 @@ async def test_stop_and_payload_and_scrubbed_environment(world: World) -> None:
     told = json.loads(seen_by_hook.read_text())
     assert told["event"] == "stop"
     assert told["session_id"] == world.attachment.session_id
-    assert told["cwd"] == world.admitted.cwd and told["pwd"] == world.admitted.cwd
+    # Told the workspace; started, as a global hook, in a folder of its own under MC_HOME
+    # (config/own_commands.py), never in the workspace whose files it could run.
+    neutral = os.path.join(world.admitted.paths.home, "run", "hooks", "stop")
+    assert told["cwd"] == world.admitted.cwd and told["pwd"] == os.path.realpath(neutral)
     assert "SOME_SECRET_TOKEN" not in told["env"]
 
 

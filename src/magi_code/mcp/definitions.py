@@ -1,7 +1,8 @@
 """Server definitions from settings, their canonical digest, and the global approval check. Pure.
 
 Rules:
-- A definition under `[mcp.servers.<name>]` is either a stdio server `{command, args, env}` or a
+- A definition under `[mcp.servers.<name>]` is either a stdio server `{command, args, env,
+  cwd}` (`cwd` absolute; where it starts: config/own_commands.py) or a
   streamable-HTTP server `{url, headers, bearer_token_env}`, plus `enabled`; never both kinds.
   A bad shape is DefinitionError (startup reports `configuration_invalid`). Disabled servers
   are checked, then ignored.
@@ -9,7 +10,9 @@ Rules:
   A `headers` value is literal text, or `env:NAME` for the value of environment variable NAME
   at startup; `bearer_token_env` names the variable whose value is sent as `Bearer <value>`.
   A project file may set neither (config/trust.py): credentials come from the user's files.
-- The canonical definition is the JSON of `{name, command, args, env}` for stdio, and of
+- The canonical definition is the JSON of `{name, command, program, args, env, cwd}` for stdio
+  (`program`: the command as PATH resolves it now, so a new program under the same name
+  needs a new approval), and of
   `{name, url, headers, bearer_token_env}` for HTTP, where `headers` keeps each header NAME
   and, for an `env:` value, the variable it names - never a literal value, so no secret is
   hashed and rotating one needs no new approval, while pointing a header at another variable
@@ -21,14 +24,16 @@ Rules:
 
 import hashlib
 import json
+import os
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from magi_code.config.own_commands import resolved_program
 from magi_code.mcp.errors import DefinitionError, McpUnavailable
 
-STDIO_KEYS = frozenset({"command", "args", "env"})
+STDIO_KEYS = frozenset({"command", "args", "env", "cwd"})
 HTTP_KEYS = frozenset({"url", "headers", "bearer_token_env"})
 _KEYS = STDIO_KEYS | HTTP_KEYS | {"enabled"}
 ENV_PREFIX = "env:"
@@ -44,6 +49,7 @@ class ServerDef:
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     bearer_token_env: str | None = None
+    cwd: str | None = None  # where a stdio server starts, when its definition says
 
     @property
     def transport(self) -> str:
@@ -56,9 +62,8 @@ class ServerDef:
             return canonical_digest(
                 self.name, {"url": self.url, "headers": self.headers, "bearer_token_env": bearer}
             )
-        return canonical_digest(
-            self.name, {"command": self.command, "args": self.args, "env": self.env}
-        )
+        stdio = {"command": self.command, "args": self.args, "env": self.env, "cwd": self.cwd}
+        return canonical_digest(self.name, stdio)
 
 
 def canonical(name: str, definition: Mapping[str, Any]) -> dict[str, Any]:
@@ -71,11 +76,17 @@ def canonical(name: str, definition: Mapping[str, Any]) -> dict[str, Any]:
             "headers": {key: _header_source(value) for key, value in headers.items()},
             "bearer_token_env": definition.get("bearer_token_env"),
         }
+    command = definition.get("command")
+    program = (
+        resolved_program(command, os.environ.get("PATH")) if isinstance(command, str) else None
+    )
     return {
         "name": name,
-        "command": definition.get("command"),
+        "command": command,
+        "program": program,
         "args": list(definition.get("args") or ()),
         "env": dict(definition.get("env") or {}),
+        "cwd": definition.get("cwd"),
     }
 
 
@@ -146,11 +157,14 @@ def parse_server(name: object, raw: object) -> ServerDef:
     command, args, env = raw.get("command"), raw.get("args", []), raw.get("env", {})
     if not isinstance(command, str) or not command or "\x00" in command:
         raise DefinitionError
+    cwd = raw.get("cwd")
+    if cwd is not None and (not isinstance(cwd, str) or not os.path.isabs(cwd) or "\x00" in cwd):
+        raise DefinitionError
     if not isinstance(args, list) or not all(isinstance(a, str) and "\x00" not in a for a in args):
         raise DefinitionError
     if not isinstance(env, Mapping) or not all(map(_env_pair, env.items())):
         raise DefinitionError
-    return ServerDef(name, command, tuple(args), dict(env))
+    return ServerDef(name, command, tuple(args), dict(env), cwd=cwd)
 
 
 def _parse_http(name: str, raw: Mapping[str, Any]) -> ServerDef:

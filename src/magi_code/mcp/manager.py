@@ -44,6 +44,7 @@ from mcp.client.session import IncomingMessage
 from mcp.shared.exceptions import MCPError
 
 from magi_code.config.credentials import CredentialStore
+from magi_code.config.own_commands import resolved_program, working_folder
 from magi_code.mcp.definitions import ServerDef, parse_servers, require_approved
 from magi_code.mcp.errors import McpCancelled, McpLoginRequired, McpUnavailable
 from magi_code.mcp.limits import (
@@ -93,9 +94,14 @@ class McpManager:
         *,
         source_env: Mapping[str, str] | None = None,
         credentials: CredentialStore | None = None,
+        home: str | None = None,
+        project_servers: Collection[str] = (),
     ):
         self.connections = {name: Connection(server) for name, server in servers.items()}
         self.env, self.cwd = env, cwd
+        # Where a stdio server starts (config/own_commands.py): a global one in its own
+        # folder under MC_HOME unless it names one, a trusted project's own in the workspace.
+        self.home, self.project_servers = home, frozenset(project_servers)
         # Where `env:` header values and bearer tokens come from: our own environment.
         self.source_env: Mapping[str, str] = source_env or {}
         self.credentials = credentials  # stored OAuth logins; None: none are used
@@ -116,7 +122,8 @@ class McpManager:
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         connect_s: float = CONNECT_S,
-        home: str | None = None,  # MC_HOME, for stored OAuth logins
+        home: str | None = None,  # MC_HOME, for stored OAuth logins and servers' folders
+        project_servers: Collection[str] = (),  # the servers a trusted project defined
     ) -> "McpManager":
         """Connect every enabled server of `servers` (raw settings tables), or none."""
         enabled = parse_servers(servers)
@@ -130,6 +137,8 @@ class McpManager:
             cwd,
             source_env=dict(source),
             credentials=None if home is None else CredentialStore(home),
+            home=home,
+            project_servers=project_servers,
         )
         if not enabled:
             return manager
@@ -245,7 +254,8 @@ class McpManager:
         server = connection.server
         if server.url is None:
             env = {**self.env, **server.env}
-            async with open_stdio(server, env, self.cwd) as (process, read, write):
+            folder, program = self._start_place(server, env)
+            async with open_stdio(server, env, folder, program) as (process, read, write):
                 connection.pid = process.pid
                 yield read, write
             return
@@ -256,6 +266,19 @@ class McpManager:
 
         async with open_http(server, self.source_env, self.credentials, login_needed) as streams:
             yield streams
+
+    def _start_place(self, server: ServerDef, env: Mapping[str, str]) -> tuple[str | None, str]:
+        """The folder a stdio server starts in, and its program (config/own_commands.py)."""
+        assert server.command is not None
+        project = server.name in self.project_servers
+        workspace = self.cwd or os.getcwd()
+        if self.home is None:  # no MC_HOME to hold a neutral folder (a bare probe)
+            folder = server.cwd or self.cwd
+        else:
+            place = f"mcp/{server.name}"
+            folder = working_folder(server.cwd, project, workspace, self.home, place)
+        outside = None if project else workspace
+        return folder, resolved_program(server.command, env.get("PATH"), outside)
 
     async def _on_message(self, connection: Connection, message: IncomingMessage) -> None:
         if isinstance(message, mcp_types.ToolListChangedNotification):

@@ -31,7 +31,7 @@ _PIPE_ERRORS = (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 @asynccontextmanager
 async def open_stdio(
-    server: ServerDef, env: Mapping[str, str], cwd: str | None
+    server: ServerDef, env: Mapping[str, str], cwd: str | None, program: str | None = None
 ) -> AsyncIterator[
     tuple[
         anyio.abc.Process,
@@ -43,7 +43,7 @@ async def open_stdio(
     # Shielded: a cancellation landing inside the spawn would orphan a started server.
     with anyio.CancelScope(shield=True):
         process = await anyio.open_process(
-            [server.command, *server.args],
+            [program or server.command, *server.args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

@@ -13,13 +13,14 @@ reaches the model, now and on replay; post_tool_use context is the caller's to p
 """
 
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
 import anyio.abc
 
+from magi_code.config.own_commands import resolved_program, working_folder
 from magi_code.limits import (
     HOOK_CONTEXT_BYTES,
     HOOK_DRAIN_S,
@@ -60,8 +61,27 @@ class HookRunner:
         session_id: str,
         cwd: Path,
         env: Mapping[str, str],
+        *,
+        home: str | None = None,  # MC_HOME: global hooks start in a folder of theirs there
+        project_events: Collection[str] = (),  # the events whose list a trusted project set
     ) -> None:
         self.hooks, self.session_id, self.cwd, self.env = hooks, session_id, cwd, env
+        self.home, self.project_events = home, frozenset(project_events)
+
+    def start_place(self, hook: Hook) -> tuple[Path, tuple[str, ...]]:
+        """Where a hook starts and what it runs (config/own_commands.py): a trusted project's
+        own in the workspace, a global one in the folder it names or one of its own under
+        MC_HOME, its program never found in the workspace."""
+        project = hook.event in self.project_events
+        workspace = str(self.cwd)
+        if self.home is None:
+            folder = hook.cwd or workspace
+        else:
+            place = f"hooks/{hook.event}"
+            folder = working_folder(hook.cwd, project, workspace, self.home, place)
+        outside = None if project else workspace
+        program = resolved_program(hook.argv[0], self.env.get("PATH"), outside)
+        return Path(folder), (program, *hook.argv[1:])
 
     def wants(self, event: str) -> bool:
         return bool(self.hooks.get(event))
@@ -84,7 +104,8 @@ class HookRunner:
             activity_id, name = sink.next_activity(), f"hook:{event}"
             await sink.side_activity(activity_id, name, "started", hook.label)
             try:
-                finished = await run_hook(hook, data, self.cwd, self.env)
+                folder, argv = self.start_place(hook)
+                finished = await run_hook(hook, data, folder, self.env, argv)
             except BaseException:  # a cancel: the activity ends, the cancellation goes on
                 with anyio.CancelScope(shield=True):
                     await sink.side_activity(activity_id, name, "failed", "interrupted")
@@ -115,12 +136,19 @@ class HookRunner:
         return fired
 
 
-async def run_hook(hook: Hook, data: bytes, cwd: Path, env: Mapping[str, str]) -> Finished:
-    """Run one hook to its end or its timeout; its whole process group is gone on return."""
+async def run_hook(
+    hook: Hook,
+    data: bytes,
+    cwd: Path,
+    env: Mapping[str, str],
+    argv: tuple[str, ...] | None = None,
+) -> Finished:
+    """Run one hook (`argv`: its command as resolved, else as written) to its end or its
+    timeout; its whole process group is gone on return."""
     try:
         with anyio.CancelScope(shield=True):  # a cancel inside the spawn would orphan it
             process = await anyio.open_process(
-                list(hook.argv),
+                list(argv or hook.argv),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
@@ -48,7 +49,7 @@ TOOL_EVENTS = frozenset({"pre_tool_use", "post_tool_use"})
 CAN_BLOCK = frozenset({"pre_tool_use", "user_prompt_submit"})
 CAN_ADD_CONTEXT = frozenset({"session_start", "user_prompt_submit", "post_tool_use"})
 BLOCK_EXIT = 2
-_KEYS = frozenset({"command", "matcher", "timeout_ms"})
+_KEYS = frozenset({"command", "matcher", "timeout_ms", "cwd"})
 
 
 class HookConfigError(MagiError, ValueError):
@@ -64,6 +65,7 @@ class Hook:
     label: str  # the command as written, for activity summaries
     matcher: str | None = None
     timeout_ms: int = HOOK_TIMEOUT_MS
+    cwd: str | None = None  # where it starts, when its entry says (config/own_commands.py)
 
     def matches(self, tool: str | None) -> bool:
         if self.matcher is None:
@@ -123,7 +125,10 @@ def _hook(event: str, entry: object) -> Hook:
         raise HookConfigError
     if not 0 < timeout <= HOOK_MAX_TIMEOUT_MS:
         raise HookConfigError
-    return Hook(event, argv, label, matcher, timeout)
+    cwd = entry.get("cwd")
+    if cwd is not None and (not isinstance(cwd, str) or not os.path.isabs(cwd) or "\x00" in cwd):
+        raise HookConfigError
+    return Hook(event, argv, label, matcher, timeout, cwd)
 
 
 def payload(event: str, session_id: str, cwd: str, **fields: object) -> bytes:

@@ -161,7 +161,7 @@ def turn_setup(
         env=built.env,
         approvals=approvals,
         context_window=context_window(admitted.settings["providers"][provider_id]),
-        hooks=_hook_runner(built.hooks, session_id, Path(admitted.cwd), built.env),
+        hooks=_hook_runner(built.hooks, session_id, admitted, built.env),
         code_policy=code_policy,
         host_io=host_io,
         sandbox=built.sandbox,
@@ -217,10 +217,12 @@ def _hooks(table: object) -> "dict[str, tuple[Hook, ...]]":
 
 
 def _hook_runner(
-    hooks: "dict[str, tuple[Hook, ...]]", session_id: str, cwd: Path, env: dict[str, str]
+    hooks: "dict[str, tuple[Hook, ...]]", session_id: str, admitted: Admitted, env: dict[str, str]
 ) -> "HookRunner | None":
     if not hooks:
         return None
     from magi_code.runner.hook_runs import HookRunner
 
-    return HookRunner(hooks, session_id, cwd, env)
+    events = {n.removeprefix("hooks.") for n in admitted.project if n.startswith("hooks.")}
+    cwd, home = Path(admitted.cwd), admitted.paths.home
+    return HookRunner(hooks, session_id, cwd, env, home=home, project_events=events)

@@ -66,6 +66,7 @@ class Admitted:
         "model",
         "parts",
         "paths",
+        "project",
         "provider",
         "settings",
         "thinking",
@@ -89,6 +90,7 @@ class Admitted:
         trusted: bool = False,  # the workspace is trusted (config/trust.py)
         dropped: tuple[trust.Dropped, ...] = (),
         credential_providers: Mapping[str, Any] | None = None,  # None: no credentials at all
+        project: frozenset[str] = frozenset(),  # startup.project_defined: the project's own
     ) -> None:
         self.paths, self.cwd, self.settings = paths, cwd, settings
         self.provider, self.model, self.thinking = provider, model, thinking
@@ -96,6 +98,7 @@ class Admitted:
         self.context = context
         self.trusted, self.dropped = trusted, dropped
         self.credential_providers = credential_providers or {}
+        self.project = project
         self.parts: Any = None  # runner/setup.py's TurnParts, built on the first turn
 
     @property
@@ -170,7 +173,8 @@ def admit(
     check_hooks_and_code_mode(conf)
     credential_providers = loaded.base["providers"]
     check_provider(conf, where, env, credential_providers)
-    manager = start_mcp(conf, env, canonical_cwd, cancel, where.home)
+    project = project_defined(loaded.project)
+    manager = start_mcp(conf, env, canonical_cwd, cancel, where.home, project)
     return Admitted(
         paths=where,
         cwd=canonical_cwd,
@@ -186,7 +190,23 @@ def admit(
         trusted=loaded.trusted,
         dropped=tuple(loaded.dropped),
         credential_providers=credential_providers,
+        project=project,
     )
+
+
+def project_defined(layer: Mapping[str, Any]) -> frozenset[str]:
+    """What the admitted project layer defines of the user's own commands (only a trusted
+    project's reaches here): `mcp.servers.<name>` and `hooks.<event>`. They keep the workspace
+    as their folder; the global ones start elsewhere (config/own_commands.py)."""
+    found: set[str] = set()
+    mcp = layer.get("mcp")
+    servers = mcp.get("servers") if isinstance(mcp, Mapping) else None
+    if isinstance(servers, Mapping):
+        found |= {f"mcp.servers.{name}" for name in servers}
+    hooks = layer.get("hooks")
+    if isinstance(hooks, Mapping):
+        found |= {f"hooks.{event}" for event in hooks}
+    return frozenset(found)
 
 
 def delegated(env: Mapping[str, str]) -> tuple[str | None, bool]:
@@ -231,6 +251,7 @@ def start_mcp(
     cwd: str,
     cancel: threading.Event | None,
     home: str | None = None,
+    project: frozenset[str] = frozenset(),
 ) -> McpManager | None:
     """Connect every enabled, approved server (the SDK loads only then); None when none is.
     A server that needs a login fails with the terminal advice in `detail`."""
@@ -248,6 +269,7 @@ def start_mcp(
             env=env,
             cwd=cwd,
             home=home,
+            project_servers={n.removeprefix("mcp.servers.") for n in project if "servers." in n},
         )
     except McpLoginRequired as exc:
         advice = f"MCP server {exc.server!r} needs a login: run `magi-code mcp login {exc.server}`"
