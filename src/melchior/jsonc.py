@@ -7,8 +7,15 @@ that `json.loads` and `json.dumps` use. Where `_json` is missing or its interfac
 (another interpreter, a future CPython), the json package does the work instead. The results
 are the same either way: a differential test checks that.
 
-Strict: invalid UTF-8, a BOM, NaN/Infinity and duplicate keys are refused (ValueError), and so is
-nesting too deep (RecursionError). Pure: no I/O.
+Strict: invalid UTF-8, a BOM, NaN/Infinity, a number too large for a double (`1e999`, which
+would read as Infinity) and duplicate keys are refused (ValueError), and so is nesting too deep
+(RecursionError). `loads` raises nothing else on any text. Pure: no I/O.
+
+Errors without the json package: the scanner reports a syntax error by raising
+`json.decoder.JSONDecodeError`. Up to CPython 3.11, `_json` looks that class up in
+`sys.modules` without importing it, and when `json.decoder` was never imported (as here) it
+returns NULL with no exception set, which the interpreter turns into a `SystemError`. `loads`
+turns that back into the ValueError it stands for.
 """
 
 from __future__ import annotations
@@ -36,6 +43,13 @@ def _no_constant(_name: str) -> Any:
     raise ValueError("NaN and Infinity are not JSON")
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if value - value != 0.0:  # `1e999` reads as Infinity, which no encoder writes back
+        raise ValueError("a number too large for a double")
+    return value
+
+
 def _unencodable(value: object) -> Any:
     raise TypeError("not a JSON value")
 
@@ -47,7 +61,7 @@ class _Context:
         self.strict = True
         self.object_hook = None
         self.object_pairs_hook = _no_duplicates
-        self.parse_float = float
+        self.parse_float = _finite
         self.parse_int = int
         self.parse_constant = _no_constant
         self.memo: dict[str, str] = {}
@@ -77,12 +91,20 @@ def loads(text: str) -> Any:
     if _FAST is None:
         import json
 
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        return json.loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_no_constant,
+            parse_float=_finite,
+        )
     start = len(text) - len(text.lstrip(_WS))
     try:
         value, end = _FAST[0](text, start)
     except StopIteration:
         raise ValueError("no JSON value") from None
+    except SystemError:
+        # A syntax error that `_json` could not raise (see the module's docstring).
+        raise ValueError("not JSON") from None
     if len(text.rstrip(_WS)) != end:
         raise ValueError("more than one JSON value")
     return value

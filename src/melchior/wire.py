@@ -42,7 +42,9 @@ FOREIGN_TAGS = frozenset({"type", "kind", "tag", "op", "method", "action", "msg_
 # The closed set of refusal codes. Nothing else ever crosses the wire as a reason.
 CODES = frozenset(
     {
-        "bad_json",  # not UTF-8 JSON, a lone surrogate, duplicate keys, NaN, or nested too deep
+        # not UTF-8 JSON, a lone surrogate, duplicate keys, NaN, a number past the double
+        # range (1e999), or nested too deep
+        "bad_json",
         "bad_shape",  # not an object, or not exactly one of call/event/ok, or bad fields
         "bad_tag",  # carries a foreign tag key
         "frame_too_large",  # a frame or line over the limit

@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from melchior import identity, registry, tool, wire
 from melchior.identity import ENV_PROJECT_TALK, ENV_TALK, Identity, from_env
@@ -43,7 +43,11 @@ class Session:
     """A `melchior serve` child: its pipe is ours, its events are queued as they arrive."""
 
     def __init__(
-        self, spec: dict[str, Any], env: dict[str, str], command: list[str] | None = None
+        self,
+        spec: dict[str, Any],
+        env: dict[str, str],
+        command: list[str] | None = None,
+        stderr: IO[bytes] | None = None,
     ) -> None:
         self.spec, self.id, self.project = spec, spec["id"], spec["project"]
         self.env = {**env, **spec["environment"]}
@@ -52,6 +56,7 @@ class Session:
             env=self.env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            stderr=stderr,
         )
         self.events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -119,6 +124,7 @@ class Melchior:
         talk: str | None = None,
         project_talk: str | None = None,
         command: list[str] | None = None,
+        stderr: IO[bytes] | None = None,
     ) -> Session:
         spec = self.fork(parent, role, project)
         env = dict(self.env)
@@ -126,7 +132,7 @@ class Melchior:
             env[ENV_TALK] = talk
         if project_talk:
             env[ENV_PROJECT_TALK] = project_talk
-        session = Session(spec, env, command)
+        session = Session(spec, env, command, stderr)
         self.sessions.append(session)
         return session
 

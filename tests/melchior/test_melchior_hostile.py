@@ -9,6 +9,7 @@ import struct
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from mel_harness import Melchior, Raw, Session, wait_until
@@ -103,6 +104,82 @@ def test_a_lone_surrogate_is_refused_with_a_reply(pair: tuple[Session, Session])
     child.proc.stdin.write(b'{"event":"answer","task":"x@1","text":"\\ud800"}\n')
     child.proc.stdin.flush()
     assert child.next_event() == {"event": "refused", "code": "bad_json"}
+
+
+# ---------------------------------------------------------------- frames that are not JSON
+
+TELL = b'{"call":"tell","args":[%s]}'
+# Every way a frame can fail to decode, and the code it is answered with: JSON that is not an
+# object is `bad_shape` (the wire's more specific code); everything else is `bad_json`.
+UNDECODABLE = [
+    (b"{not json", "bad_json"),
+    (b"{{{{", "bad_json"),
+    (b"\xff\xfe{}", "bad_json"),  # not UTF-8
+    (b'{"call":"tell","args":["\xc3"]}', "bad_json"),  # a UTF-8 sequence cut short
+    (b"\xef\xbb\xbf{}", "bad_json"),  # a BOM
+    (b"[1,2]", "bad_shape"),  # JSON, but an array
+    (b'"call"', "bad_shape"),
+    (b"", "bad_json"),
+    (b"  ", "bad_json"),
+    (b'{"call":"status","args":[]} {}', "bad_json"),
+    (b'{"call":"status","args":[],}', "bad_json"),
+    (b'{"call":"status","args":[1 2]}', "bad_json"),
+    (b'{"call":"tell","args":["open', "bad_json"),
+    (b'{"call":"tell","args":["\\q"]}', "bad_json"),
+    (b'{"call":"tell","args":["\x01"]}', "bad_json"),  # a raw control character
+    (b'{"call":"status","args":[],"call":"end"}', "bad_json"),  # a duplicate key
+    (TELL % b"NaN", "bad_json"),
+    (TELL % (b"[" * 100_000 + b"]" * 100_000), "bad_json"),  # nested too deep
+    (b"[" * 100_000, "bad_json"),
+    (b"{" * 100_000, "bad_json"),
+    (TELL % (b"1" * 5000), "bad_json"),  # more digits than Python reads as an int
+    (TELL % b"1e999", "bad_json"),  # a number no double holds
+    (TELL % b"-1e400", "bad_json"),
+]
+
+
+def test_undecodable_frames_are_refused_and_the_connection_stays(
+    mel: Melchior, tmp_path: Path
+) -> None:
+    """A frame that is not JSON is answered (`bad_json`), before `hello` and after, and the
+    same connection answers the next good call. The session writes nothing to stderr."""
+    stderr_path = tmp_path / "stderr"
+    with stderr_path.open("wb") as stderr:
+        parent = mel.start(stderr=stderr)
+        child = mel.start(parent, stderr=stderr)
+    raw = Raw(child.at)
+    try:
+        for body in (b"{not json", b"{{{{", b"\xff"):  # before the connection is proven
+            raw.send(frame(body))
+            assert raw.read() == wire.refusal("bad_json"), body
+        assert raw.hello(parent.identity)["ok"]
+        for body, code in UNDECODABLE:
+            raw.send(frame(body))
+            assert raw.read() == wire.refusal(code), body[:40]
+            assert raw.call("status")["result"][0]["id"] == child.id, body[:40]
+        # Several bad frames in one write, then a good one: each answered, in order.
+        raw.send(b"".join(frame(body) for body, _ in UNDECODABLE[:4]) + frame(TELL % b'"hi"'))
+        for _, code in UNDECODABLE[:4]:
+            assert raw.read() == wire.refusal(code)
+        assert raw.read()["ok"]
+        assert child.next_event()["text"] == "hi"
+    finally:
+        raw.close()
+    # The harness's pipe answers the same lines with `refused` events and goes on.
+    assert child.proc.stdin is not None
+    for line in (b"{not json", b"{{{{", b"\xff", b"[1]", b"[" * 100_000, TELL % b"1e999"):
+        child.proc.stdin.write(line + b"\n")
+        child.proc.stdin.flush()
+        event = child.next_event()
+        assert event["event"] == "refused" and event["code"] in ("bad_json", "bad_shape"), line
+    raw = Raw(child.at)
+    try:
+        assert raw.hello(parent.identity)["ok"]
+        assert raw.call("status")["ok"]
+    finally:
+        raw.close()
+    assert child.close() == 0 and parent.close() == 0
+    assert stderr_path.read_bytes() == b""
 
 
 # ---------------------------------------------------------------- report notes

@@ -185,6 +185,8 @@ REFUSED = [
     b"{1:2}",
     b"tru",
     b"[" * 600 + b"]" * 600,
+    b"1e999",  # reads as Infinity
+    b"[-1e400]",
 ]
 
 
@@ -196,6 +198,17 @@ def test_json_refusals(host: Host, text: bytes) -> None:
 def test_lone_surrogate_is_where_lua_is_stricter_than_python() -> None:
     """Documented: Python reads a lone surrogate escape; UTF-8 cannot carry one."""
     assert jsonc.loads('"\\ud800"') == "\ud800"
+
+
+def test_an_integer_past_the_double_range_is_where_lua_is_stricter_than_python(
+    host: Host,
+) -> None:
+    """Python reads any integer (up to its digit limit) exactly; Lua reads one past 2^1024 as
+    Infinity, which it refuses as it refuses `1e999`."""
+    big = b"1" + b"0" * 400
+    assert jsonc.loads(big.decode()) == 10**400
+    assert host.refusal(host.m.json.decode, big) == "bad_json"
+    assert host.m.json.encode(host.m.json.decode(b"1" + b"0" * 300)) == b"1e+300"
 
 
 def test_nesting_at_the_lua_bound(host: Host) -> None:

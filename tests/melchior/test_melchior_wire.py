@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +90,35 @@ def test_deep_nesting_is_refused_not_raised() -> None:
     assert wire.parse(deep) == wire.Refusal("bad_json")
 
 
+# Run where the json package was never imported, as in `melchior serve` and `melchior tool`:
+# there `_json` cannot raise its own error class (see jsonc's docstring).
+WITHOUT_JSON = r"""
+import sys
+from melchior import jsonc, wire
+assert "json.decoder" not in sys.modules, "this check needs an interpreter without json"
+texts = ["{not json", "{{{{", "[1 2]", '"open', '"\\q"', '"\x01"', '{"a":1,}', "[1,",
+         "[" * 100_000, "{" * 100_000, "1" * 5000, "1e999", "[NaN]", '{"a":1,"a":2}', ""]
+for text in texts:
+    try:
+        jsonc.loads(text)
+    except (ValueError, RecursionError):
+        pass
+    else:
+        raise AssertionError(text[:20])
+    assert wire.parse(text.encode()) == wire.Refusal("bad_json"), text[:20]
+assert wire.parse(b"\xff") == wire.Refusal("bad_json")
+assert wire.parse(b"[1]") == wire.Refusal("bad_shape")
+assert "json.decoder" not in sys.modules
+"""
+
+
+def test_decode_errors_are_refusals_without_the_json_package() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_JSON], capture_output=True, timeout=60, check=False
+    )
+    assert (done.returncode, done.stderr) == (0, b"")
+
+
 # ------------------------------------------------------------- every split (hypothesis)
 
 texts = st.text(max_size=40)
@@ -162,6 +193,11 @@ def test_jsonc_agrees_with_the_json_package(value: Any, pad: str) -> None:
         "[1,]",
         "{'a':1}",
         "\x0c1",
+        "1e999",
+        "[-1e400]",
+        "{not json",
+        "{{{{",
+        '"open',
     ],
 )
 def test_jsonc_refuses_what_the_wire_refuses(text: str) -> None:

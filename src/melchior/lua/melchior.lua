@@ -233,6 +233,9 @@ local function decode_number(s, i)
   end
   local text = sub(s, i, e)
   local n = tonumber(text)
+  if n == math.huge or n == -math.huge then
+    bad() -- `1e999` reads as Infinity, which no encoder writes back
+  end
   if integral and tointeger then
     n = tointeger(n) or n -- an integer, if it fits 64 bits; else the nearest float
   elseif not integral and numtype and numtype(n) == "integer" then
