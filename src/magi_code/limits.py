@@ -124,3 +124,7 @@ UI_PAGE_CHARS = 2000  # one plain page of a long streaming reply (only the last 
 APPROVAL_ARM_MS = 300  # keys arriving sooner after an approval opens never answer it
 QUIT_CONFIRM_MS = 2000  # a second Ctrl-C at an empty prompt within this quits
 INPUT_HISTORY_PROMPTS = 200  # prompts Up/Down can recall, newest sessions of this workspace
+
+# The tools' environment (runner/environment.py): a URL user name taken for a token
+URL_TOKEN_USER_CHARS = 20  # this long, with letters and digits
+URL_LONG_USER_CHARS = 40  # this long, whatever it holds

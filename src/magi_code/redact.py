@@ -17,6 +17,35 @@ from magi_code.limits import LIVE_REDACTION_HOLD_CHARS
 
 REDACTED = "[REDACTED]"
 
+# The well-known token shapes, the one table of them: (what it is, the marks it cannot match
+# without (case-sensitive substrings, the cheap pre-check), its pattern). Each pattern starts
+# with its mark, has no lookbehind of its own (one, shared, is put before them all: no letter
+# or digit right before a token) and is bounded or possessive.
+TOKEN_SHAPES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("anthropic", ("sk-ant-",), r"sk-ant-[A-Za-z0-9_-]{16,}+"),
+    ("anthropic-underscore", ("sk_ant_",), r"sk_ant_[A-Za-z0-9_-]{16,}+"),
+    ("openai", ("sk-",), r"sk-[A-Za-z0-9_-]{16,}+"),  # sk-proj-, sk-svcacct-, sk-ant- too
+    ("github", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"gh[pousr]_[A-Za-z0-9]{20,}+"),
+    ("github-fine-grained", ("github_pat_",), r"github_pat_[A-Za-z0-9_]{20,}+"),
+    ("gitlab", ("glpat-",), r"glpat-[A-Za-z0-9_-]{20,}+"),
+    (
+        "slack",
+        ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-"),
+        r"xox[abposr]-[A-Za-z0-9-]{10,}+",
+    ),
+    (
+        "stripe",
+        ("sk_live_", "rk_live_", "sk_test_", "rk_test_"),
+        r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}+",
+    ),
+    ("aws-access-key-id", ("AKIA", "ASIA"), r"(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Z])"),
+    ("google", ("AIza",), r"AIza[0-9A-Za-z_-]{30,}+"),
+    ("npm", ("npm_",), r"npm_[A-Za-z0-9]{30,}+"),
+    ("pypi", ("pypi-",), r"pypi-[A-Za-z0-9_-]{40,}+"),
+    ("hugging-face", ("hf_",), r"hf_[A-Za-z0-9]{30,}+"),
+    ("jwt", ("eyJ",), r"eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]++"),
+)
+
 
 class _Patterns:
     __slots__ = ("bearer", "key_value", "pem", "tokens", "url_password")
@@ -52,25 +81,14 @@ def patterns() -> _Patterns:
             r"\s*+([=:])\s*+(\"[^\"]*+\"?|'[^']*+'?|[^\s&;,]++)"
         ),
         tokens=re.compile(
-            r"(?<![A-Za-z0-9])(?:"
-            r"sk-[A-Za-z0-9_-]{16,}+"
-            r"|gh[pousr]_[A-Za-z0-9]{20,}+"
-            r"|github_pat_[A-Za-z0-9_]{20,}+"
-            r"|(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Z])"
-            r"|xox[abposr]-[A-Za-z0-9-]{10,}+"
-            r"|AIza[0-9A-Za-z_-]{30,}+"
-            r"|eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]++"
-            r")"
+            r"(?<![A-Za-z0-9])(?:" + "|".join(shape for _, _, shape in TOKEN_SHAPES) + ")"
         ),
     )
 
 
 # What each pattern cannot match without: substring tests are far cheaper than a regex pass,
 # and most text (a whole history, at open) contains none of them.
-_TOKEN_MARKS = (
-    *("sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AKIA", "ASIA"),
-    *("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "AIza", "eyJ"),
-)
+_TOKEN_MARKS = tuple(mark for _, marks, _ in TOKEN_SHAPES for mark in marks)
 _BEARER_MARKS = ("bearer", "token", "basic")
 _KEY_MARKS = ("pass", "pwd", "secret", "token", "api", "access", "auth")
 
@@ -93,6 +111,12 @@ def redact(text: str) -> str:
 
 def looks_secret(text: str) -> bool:
     return redact(text) != text
+
+
+def has_token(text: str) -> bool:
+    """Whether `text` holds one of the well-known token shapes (TOKEN_SHAPES); compiled only
+    for text with a mark of one."""
+    return any(mark in text for mark in _TOKEN_MARKS) and bool(patterns().tokens.search(text))
 
 
 # A cut goes back to the start of the word it falls in (exactly as `redact` sees the whole

@@ -20,6 +20,7 @@ What `<cwd>/.magi-code/settings.toml` may set (README, "Security model", shows t
 | melchior.talk (instance < run < project)                    | narrow (4)| narrow  |
 | sandbox.mode / network / writable_roots / deny_read         | narrow (5)| narrow  |
 | approval_mode                                               | no        | no      |
+| shell (env_keep: names kept in the tools' environment)      | no        | no      |
 | mcp.approved, permissions.trusted_projects,                 | no        | no      |
 | sessions.retention_days                                     |           |         |
 | mcp.servers.*.headers / bearer_token_env (credentials)      | no        | no      |
@@ -67,6 +68,7 @@ TOP_LEVEL = {
     "skills": TRUSTED,
     "agents": TRUSTED,
     "approval_mode": NEVER,  # the global `auto` (or `ask`); faces' flags choose per launch
+    "shell": NEVER,  # env_keep: names the tools' environment keeps (runner/environment.py)
 }
 PERMISSIONS = {
     "default_read": NARROW,

@@ -7,14 +7,13 @@ keeping its pooled HTTP client). MCP tools are asked for each turn, as a server 
 them.
 """
 
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from magi_code.config.credentials import CredentialStore
 from magi_code.context.loader import Context, offers
 from magi_code.providers.base import Provider
-from magi_code.runner import compaction
+from magi_code.runner import compaction, environment
 from magi_code.runner.startup import Admitted
 from magi_code.runner.turn import TurnSetup
 from magi_code.tools.approvals import ApprovalBroker
@@ -34,28 +33,21 @@ if TYPE_CHECKING:
     from magi_code.runner.hooks import Hook
 
 Selection = tuple[str | None, str | None, str | None]  # provider, model, thinking
-SECRET_NAME_PARTS = ("API_KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
-# `scheme://user:password@host` anywhere in a value (DATABASE_URL, proxies, git remotes).
-URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s:]*:[^/?#@\s]*@")
 
 
 def tool_env(admitted: Admitted) -> dict[str, str]:
-    """The environment tools run with: the process's own, less anything credential-like
-    (every provider's `api_key_env`, *_API_KEY, *_TOKEN, *SECRET*, ..., and any value holding
-    a password in a URL)."""
+    """The environment tools run with (shell commands, Code Mode, hooks): only the allowed
+    names and what the global `[shell] env_keep` names, less anything credential-like (every
+    provider's `api_key_env`, *TOKEN*, *SECRET*, ..., a value holding a URL password or a
+    token); runner/environment.py has the lists."""
     named = {
         str(conf.get("api_key_env"))
         for table in (admitted.settings.get("providers", {}), admitted.credential_providers)
         for conf in table.values()
         if isinstance(conf, dict) and conf.get("api_key_env")
     }
-    return {
-        name: value
-        for name, value in admitted.env.items()
-        if name not in named
-        and not any(part in name.upper() for part in SECRET_NAME_PARTS)
-        and not URL_PASSWORD.search(value)
-    }
+    keep = environment.env_keep(admitted.settings)
+    return environment.tool_environment(admitted.env, keep, named)
 
 
 def sandbox(admitted: Admitted) -> Sandbox:
