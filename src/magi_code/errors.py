@@ -49,11 +49,13 @@ never a failure a wire reports by code): providers: http._Failed (wraps a Provid
 clients.TransportError and clients.InvalidURL (http.py reads them as transport_failed and
 refused), http1.ProtocolError (clients reads it as a TransportError), connections.Unprocessed
 (a ConnectionError: the request is worth one new connection);
-tools: NotRegularFile (an OSError), sandbox.spawn.SandboxFailed (an OSError: the child could
-not enter its sandbox; the call fails), code_child.ToolError (what a Code Mode program catches);
+tools: NotRegularFile and ProtectedFile (OSErrors: not a regular file; a hard link to a
+protected one), sandbox.spawn.SandboxFailed (an OSError: the child could not enter its
+sandbox; the call fails), code_child.ToolError (what a Code Mode program catches);
 mcp: LoginFailed, LoginRequired, CommandError (a line and an exit status); local_agent:
 OversizeFrame, UnencodableFrame, OutputFailed, ChannelFull; runner.turn: OutputUnavailable;
-client: ErrorResponse, ChildGone; records: FrozenRecordError (an AttributeError, as
+client: ErrorResponse, ChildGone; context: confined.Refused (an OSError: a file outside its
+root, or not a regular file; a notice names it); records: FrozenRecordError (an AttributeError, as
 dataclasses' FrozenInstanceError); mission_control.console: Quit; exec: UsageError (exit 2,
 its message for the terminal); acp: MessageTooLarge, UnsupportedContent (answered by the
 ACP SDK's own error codes).

@@ -20,6 +20,7 @@ Block scalars (`|`, `>`), anchors, flow maps and deeper nesting are refused.
 from __future__ import annotations
 
 from magi_code.context import ContextError
+from magi_code.context.confined import open_confined
 from magi_code.limits import FRONT_MATTER_BYTES
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
@@ -121,11 +122,12 @@ def _add_to_block(current: Value, item: str, number: int) -> Value:
     return {**mapping, key: _scalar(value, number)}
 
 
-def read_head(path: str) -> tuple[dict[str, Value] | None, int]:
+def read_head(path: str, root: str | None = None) -> tuple[dict[str, Value] | None, int]:
     """The parsed front matter of `path` (None when it has none) and the byte offset of its
-    body. Reads at most FRONT_MATTER_BYTES + 1 bytes. OSError, UnicodeDecodeError and
+    body. Reads at most FRONT_MATTER_BYTES + 1 bytes, of a regular file inside `root` only
+    (confined.open_confined). OSError (`confined.Refused` among them), UnicodeDecodeError and
     FrontMatterError pass to the caller, who names the file in a notice."""
-    with open(path, "rb") as handle:
+    with open_confined(path, root) as handle:
         head = handle.read(FIRST_READ)
         if len(head) == FIRST_READ and b"\n---\n" not in head and b"\n---\r\n" not in head:
             head += handle.read(FRONT_MATTER_BYTES + 1 - FIRST_READ)

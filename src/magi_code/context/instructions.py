@@ -6,6 +6,11 @@
    else the cwd itself) down to the cwd, outermost first,
 4. each path of the `instructions` setting, in order, relative to the directory of the settings
    file that names it (`~` expands).
+Each file is read only when it is a regular file whose canonical path stays inside its root
+(confined.py): the repository root for the AGENTS.md chain and for the paths a project's
+settings name; MC_HOME for MC_HOME/AGENTS.md; for a path the GLOBAL settings name, that path
+itself, which the user chose (it may be a link to anywhere; it must still be a regular file).
+A link out of its root, a FIFO, a device or a /proc file is left out with a notice naming it.
 A file seen twice (by its canonical path) is told once, at its first place. A missing,
 unreadable or non-UTF-8 file is a notice, never a failure. Each file is bounded by
 INSTRUCTION_FILE_BYTES and all of them together by INSTRUCTIONS_TOTAL_BYTES: a cut is always a
@@ -17,6 +22,7 @@ from __future__ import annotations
 import codecs
 import os
 
+from magi_code.context.confined import Refused, check, open_confined
 from magi_code.limits import INSTRUCTION_FILE_BYTES, INSTRUCTIONS_TOTAL_BYTES
 
 
@@ -46,21 +52,23 @@ def repository_root(cwd: str) -> str:
         here = parent
 
 
-def agents_files(home: str, cwd: str) -> list[tuple[str, str]]:
-    """(kind, path) of every AGENTS.md candidate, in order: global, then root down to cwd."""
+def agents_files(home: str, cwd: str) -> list[tuple[str, str, str]]:
+    """(kind, path, root it must stay in) of every AGENTS.md candidate, in order: global, then
+    the repository root down to cwd."""
     root = repository_root(cwd)
     chain = [cwd]
     while chain[-1] != root:
         chain.append(os.path.dirname(chain[-1]))
-    found = [("global", os.path.join(home, "AGENTS.md"))]
-    found += [("workspace", os.path.join(d, "AGENTS.md")) for d in reversed(chain)]
+    found = [("global", os.path.join(home, "AGENTS.md"), home)]
+    found += [("workspace", os.path.join(d, "AGENTS.md"), root) for d in reversed(chain)]
     return found
 
 
-def read_bounded(path: str, limit: int) -> tuple[str, bool]:
-    """(text of at most `limit` UTF-8 bytes, cut at a character boundary; whether it was cut).
-    OSError and UnicodeDecodeError pass to the caller."""
-    with open(path, "rb") as handle:
+def read_bounded(path: str, limit: int, root: str | None) -> tuple[str, bool]:
+    """(text of at most `limit` UTF-8 bytes, cut at a character boundary; whether it was cut)
+    of the regular file `path` inside `root` (confined.open_confined). OSError (Refused
+    among them) and UnicodeDecodeError pass to the caller."""
+    with open_confined(path, root) as handle:
         data = handle.read(limit + 1)
     if len(data) <= limit:
         return data.decode("utf-8"), False
@@ -94,13 +102,22 @@ class Collector:
         self.used += len(text.encode())
         self.sources.append(Source(kind, origin, text))
 
-    def add_file(self, kind: str, path: str, *, missing_is_notice: bool) -> None:
-        canonical = os.path.realpath(path)
+    def add_file(self, kind: str, path: str, *, root: str | None, missing_is_notice: bool) -> None:
+        """Tell the file at `path` if it is a regular file inside `root` (None: the user named
+        this path); anything else is a notice naming it."""
+        try:
+            canonical = check(path, root)  # refused before `seen`: a later root may admit it
+        except Refused as refused:
+            self.notices.append(f"{path}: instructions left out: {refused.problem}")
+            return
         if canonical in self.seen:
             return
         self.seen.add(canonical)
         try:
-            text, cut = read_bounded(path, INSTRUCTION_FILE_BYTES)
+            text, cut = read_bounded(path, INSTRUCTION_FILE_BYTES, root)
+        except Refused as refused:
+            self.notices.append(f"{path}: instructions left out: {refused.problem}")
+            return
         except FileNotFoundError:
             if missing_is_notice:
                 self.notices.append(f"{path}: instructions file not found")
@@ -123,18 +140,25 @@ class Collector:
 
 
 def collect(
-    profile: Source, home: str, cwd: str, extra: list[tuple[str, str]], notices: list[str]
+    profile: Source,
+    home: str,
+    cwd: str,
+    extra: list[tuple[str, str, str | None]],
+    notices: list[str],
 ) -> Collector:
     """Every instruction file in order, after the selected profile's body; the caller may add
-    more under the same total bound. `extra` holds (base directory, path) pairs from the
-    `instructions` setting."""
+    more under the same total bound. `extra` holds (base directory, path, root it must stay
+    in or None when the global settings name it) from the `instructions` setting."""
     collector = Collector(notices)
     collector.add_text(profile.kind, profile.origin, profile.text)
-    for kind, path in agents_files(home, cwd):
-        collector.add_file(kind, path, missing_is_notice=False)
-    for base, path in extra:
+    for kind, path, root in agents_files(home, cwd):
+        collector.add_file(kind, path, root=root, missing_is_notice=False)
+    for base, path, named_root in extra:
         collector.add_file(
-            "setting", os.path.join(base, os.path.expanduser(path)), missing_is_notice=True
+            "setting",
+            os.path.join(base, os.path.expanduser(path)),
+            root=named_root,
+            missing_is_notice=True,
         )
     return collector
 

@@ -135,17 +135,21 @@ def disabled_names(conf: Mapping[str, Any], table: str) -> list[str]:
     return names
 
 
-def extra_paths(loaded: Loaded, home: str, cwd: str) -> list[tuple[str, str]]:
-    """(base directory, path) of each `instructions` entry: relative to the settings file
-    that names it (the project file replaces the global list when it sets one)."""
+def extra_paths(loaded: Loaded, home: str, cwd: str) -> list[tuple[str, str, str | None]]:
+    """(base directory, path, root) of each `instructions` entry: relative to the settings
+    file that names it (the project file replaces the global list when it sets one). A
+    project's paths must stay inside the repository root; a path the global settings name
+    is the user's own choice (root None: it need only be a regular file)."""
     paths = loaded.settings.get("instructions", [])
     if not paths:
         return []
+    if "instructions" not in loaded.project:
+        return [(home, path, None) for path in paths]
     from magi_code.config import paths as where
 
-    named_by_project = "instructions" in loaded.project
-    base = os.path.dirname(where.project_settings(cwd)) if named_by_project else home
-    return [(base, path) for path in paths]
+    base = os.path.dirname(where.project_settings(cwd))
+    root = instructions.repository_root(cwd)
+    return [(base, path, root) for path in paths]
 
 
 def ordered_sources(context: Context) -> list[tuple[str, str, int]]:

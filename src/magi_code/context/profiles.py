@@ -13,6 +13,9 @@ file named like a built-in replaces it (the way to change `default`). Front matt
   disabled     true | false
   code_mode    true | false: offer the `code` tool (absent: the `code_mode` setting decides)
 The body is the profile's instructions. A file without front matter is all body (mode all).
+A profile file is read only when it is a regular file inside its root (confined.py): MC_HOME
+for a global one, the repository root for a project one; a link leading out of it, a FIFO or a
+device is a malformed profile (a notice, or ProfileError when it is the selected primary).
 
 Names are lowercase letters, digits, `-` and `_`, at most PROFILE_NAME_CHARS. Startup reads
 front matter only; the selected primary's body is read then, other bodies on demand.
@@ -26,6 +29,7 @@ import codecs
 import os
 
 from magi_code.context import ContextError, frontmatter
+from magi_code.context.confined import Refused, open_confined
 from magi_code.limits import INSTRUCTION_FILE_BYTES, PROFILE_NAME_CHARS, PROFILES_SCANNED
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
@@ -81,6 +85,7 @@ class Profile:
         "origin",
         "permissions",
         "provider",
+        "root",
         "thinking",
         "tools",
     )
@@ -101,11 +106,12 @@ class Profile:
         code_mode: bool | None = None,  # None: the setting decides
         body: str | None = None,  # built-ins carry it; files are read on demand
         offset: int = 0,  # where a file's body starts
+        root: str | None = None,  # the folder a file must stay inside (None: any folder)
     ) -> None:
         self.name, self.origin, self.description, self.mode = name, origin, description, mode
         self.model, self.provider, self.thinking = model, provider, thinking
         self.tools, self.permissions, self.disabled = tools, permissions, disabled
-        self.body, self.offset = body, offset
+        self.body, self.offset, self.root = body, offset, root
         self.code_mode = code_mode
 
 
@@ -135,10 +141,13 @@ def valid_name(name: str) -> bool:
     return 0 < len(name) <= PROFILE_NAME_CHARS and set(name) <= _NAME_CHARS
 
 
-def read_profile(path: str, name: str) -> Profile:
-    """The profile in `path` from its front matter; ValueError says what is wrong."""
+def read_profile(path: str, name: str, root: str | None = None) -> Profile:
+    """The profile in `path` (a regular file inside `root`) from its front matter; ValueError
+    says what is wrong."""
     try:
-        fields, offset = frontmatter.read_head(path)
+        fields, offset = frontmatter.read_head(path, root)
+    except Refused as refused:
+        raise ValueError(refused.problem) from None
     except frontmatter.FrontMatterError as exc:
         raise ValueError(exc.problem) from None
     except UnicodeDecodeError:
@@ -146,7 +155,7 @@ def read_profile(path: str, name: str) -> Profile:
     except OSError:
         raise ValueError("unreadable") from None
     if fields is None:
-        return Profile(name, path)
+        return Profile(name, path, root=root)
     unknown = sorted(set(fields) - _FIELDS)
     if unknown:
         raise ValueError(f"unknown field {unknown[0]}")
@@ -172,6 +181,7 @@ def read_profile(path: str, name: str) -> Profile:
         disabled=disabled == "true",
         code_mode=None if code_mode is None else code_mode == "true",
         offset=offset,
+        root=root,
     )
 
 
@@ -249,11 +259,12 @@ class Profiles:
         self, home: str, root: str, trusted: bool, disabled: list[str], notices: list[str]
     ):
         self.files = scan(os.path.join(home, "agents"), notices)
+        self.roots = dict.fromkeys(self.files, home)  # the folder each file must stay inside
         if trusted:
             for name, path in scan(os.path.join(root, ".magi-code", "agents"), notices).items():
                 if name in self.files:
                     notices.append(f"agent {name}: {path} shadows {self.files[name]}")
-                self.files[name] = path
+                self.files[name], self.roots[name] = path, root
         self.disabled = frozenset(disabled)
         self.notices = notices
         self._subagents: list[Profile] | None = None
@@ -266,7 +277,7 @@ class Profiles:
                 return BUILTINS[name]
             raise ProfileError(f"agent profile {name!r} not found")
         try:
-            return read_profile(path, name)
+            return read_profile(path, name, self.roots[name])
         except ValueError as exc:
             raise ProfileError(f"agent profile {path}: {exc}") from None
 
@@ -306,11 +317,13 @@ def load_body(profile: Profile) -> tuple[str, bool]:
     if profile.body is not None:
         return profile.body, False
     try:
-        with open(profile.origin, "rb") as handle:
+        with open_confined(profile.origin, profile.root) as handle:
             handle.seek(profile.offset)
             data = handle.read(INSTRUCTION_FILE_BYTES + 1)
         cut = len(data) > INSTRUCTION_FILE_BYTES
         decoder = codecs.getincrementaldecoder("utf-8")()
         return decoder.decode(data[:INSTRUCTION_FILE_BYTES], final=not cut), cut
+    except Refused as refused:
+        raise ProfileError(f"agent profile {profile.origin}: {refused.problem}") from None
     except (OSError, UnicodeDecodeError):
         raise ProfileError(f"agent profile {profile.origin}: unreadable body") from None

@@ -13,6 +13,10 @@ Rules:
   name, with a notice naming both. Within one scope two skills cannot share a name: the name is
   the folder's.
 - `[skills] disabled = [names]` removes skills by name, whichever scope holds them.
+- Confinement (confined.py): SKILL.md is read only when it is a regular file inside its skill
+  folder as that folder resolves. A global skill folder may be a link to anywhere (MC_HOME is
+  the user's own); a project skill folder must resolve inside the repository root. A link out,
+  a FIFO or a device is skipped with a notice.
 - Startup reads front matter only (`frontmatter.read_head`); `load_body` reads a body when the
   skill tool asks. An invalid SKILL.md is skipped with a notice naming the file and the problem.
 - The model is shown names and descriptions only, at most SKILLS_LISTED of them within
@@ -25,6 +29,7 @@ import codecs
 import os
 
 from magi_code.context import ContextError, frontmatter
+from magi_code.context.confined import Refused, inside, open_confined
 from magi_code.limits import (
     SKILL_BODY_BYTES,
     SKILL_DESCRIPTION_CHARS,
@@ -82,11 +87,13 @@ def valid_name(name: str) -> bool:
 def read_skill(directory: str, scope: str, folder: str | None = None) -> Skill:
     """The skill in `directory` (canonical) from its front matter; InvalidSkill says what is
     wrong. `folder` is the name it has in its scope (a link's own name), by default the
-    directory's."""
+    directory's. SKILL.md must be a regular file inside `directory`."""
     try:
-        fields, _ = frontmatter.read_head(os.path.join(directory, SKILL_FILE))
+        fields, _ = frontmatter.read_head(os.path.join(directory, SKILL_FILE), directory)
     except FileNotFoundError:
         raise InvalidSkill(f"no {SKILL_FILE}") from None
+    except Refused as refused:
+        raise InvalidSkill(refused.problem) from None
     except frontmatter.FrontMatterError as exc:
         raise InvalidSkill(exc.problem) from None
     except UnicodeDecodeError:
@@ -113,8 +120,9 @@ def read_skill(directory: str, scope: str, folder: str | None = None) -> Skill:
     return Skill(name, description.strip(), allowed, directory, scope)
 
 
-def scan(base: str, scope: str, notices: list[str]) -> dict[str, Skill]:
-    """Every valid skill under `base` (absent is empty), by name."""
+def scan(base: str, scope: str, notices: list[str], root: str | None = None) -> dict[str, Skill]:
+    """Every valid skill under `base` (absent is empty), by name; with a `root`, a folder
+    that resolves outside it is skipped."""
     canonical_base = os.path.realpath(base)  # once: resolving every folder costs milliseconds
     try:
         with os.scandir(canonical_base) as entries:
@@ -132,11 +140,15 @@ def scan(base: str, scope: str, notices: list[str]) -> dict[str, Skill]:
         notices.append(f"{base}: more than {SKILLS_SCANNED} skill folders; the rest are ignored")
         folders = folders[:SKILLS_SCANNED]
     found: dict[str, Skill] = {}
+    canonical_root = None if root is None else os.path.realpath(root)
     for name, folder in folders:
+        shown = os.path.join(canonical_base, name, SKILL_FILE)
+        if canonical_root is not None and not inside(folder, canonical_root):
+            notices.append(f"{shown}: skill skipped: leads outside {root}")
+            continue
         try:
             skill = read_skill(folder, scope, name)
         except InvalidSkill as exc:
-            shown = os.path.join(canonical_base, name, SKILL_FILE)
             notices.append(f"{shown}: skill skipped: {exc}")
             continue
         found[skill.name] = skill
@@ -150,7 +162,7 @@ def discover(
     skills = scan(os.path.join(home, "skills"), "global", notices)
     if trusted:
         for name, skill in scan(
-            os.path.join(root, ".magi-code", "skills"), "project", notices
+            os.path.join(root, ".magi-code", "skills"), "project", notices, root
         ).items():
             if name in skills:
                 notices.append(f"skill {name}: {skill.file} shadows {skills[name].file}")
@@ -186,8 +198,9 @@ def listing(skills: list[Skill], notices: list[str]) -> str:
 
 def load_body(skill: Skill) -> tuple[str, bool]:
     """The SKILL.md body after its front matter (at most SKILL_BODY_BYTES) and whether it was
-    cut. OSError, UnicodeDecodeError and FrontMatterError pass to the caller."""
-    with open(skill.file, "rb") as handle:
+    cut. OSError (`confined.Refused` among them: SKILL.md must still be a regular file inside
+    its folder), UnicodeDecodeError and FrontMatterError pass to the caller."""
+    with open_confined(skill.file, skill.directory) as handle:
         data = handle.read(SKILL_BODY_BYTES + 1)
     cut = len(data) > SKILL_BODY_BYTES
     text = codecs.getincrementaldecoder("utf-8")().decode(data[:SKILL_BODY_BYTES], final=not cut)
