@@ -3,7 +3,11 @@
 Precedence: built-in defaults and presets < MC_HOME/settings.toml < <cwd>/.magi-code/
 settings.toml. Tables merge key by key; any other value in the project file replaces the
 global one. What a project file may set depends on folder trust and is decided in one place,
-config/trust.py; the keys it may not set are dropped and reported, never fatal.
+config/trust.py; the keys it may not set are dropped and reported, never fatal. Untrusted input
+never stops startup: in an untrusted folder a project file that cannot be used at all (it does
+not parse, is not UTF-8, nests too deeply, is not a regular file, cannot be read) is ignored
+whole and reported the same way, with the line and column at fault; a trusted project's file
+and the global file fail as ever.
 Loading reads files and never writes them. Errors are `SettingsError` with no file content;
 a file nested deeper than SETTINGS_DEPTH is one (and so never reaches recursive code).
 """
@@ -19,7 +23,7 @@ from magi_code.limits import SETTINGS_DEPTH, SETTINGS_SETTLED_NS
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:
-    from typing import Any, BinaryIO
+    from typing import Any, AnyStr, BinaryIO
 
     from magi_code.config import ConfigCode
     from magi_code.config.trust import Dropped
@@ -55,9 +59,18 @@ PROJECT_PARSE = "project-settings.json"
 
 
 class SettingsError(ConfigError):
-    """Settings that cannot be used (a fixed phrase: the key at fault, never a value)."""
+    """Settings that cannot be used (a fixed phrase: the key at fault, never a value).
+    `reason` says why a file cannot be used at all, for a warning: a fixed phrase and at most
+    the position at fault, never the file's content."""
 
     code: ConfigCode = "configuration_invalid"
+    reason = "not valid"
+
+
+def _unusable(message: str, reason: str) -> SettingsError:
+    error = SettingsError(message)
+    error.reason = reason
+    return error
 
 
 class Loaded:
@@ -78,16 +91,20 @@ class Loaded:
         self.trusted, self.dropped = trusted, dropped
 
 
-def read_toml(path: str, cache_file: str | None = None) -> dict[str, Any]:
+def read_toml(
+    path: str, cache_file: str | None = None, *, regular_only: bool = False
+) -> dict[str, Any]:
     """The file's tables ({} when there is no file). With `cache_file` (magi_code/cache.py),
     a parse kept there for this very file (same path, inode, size, modification and change
-    times) is used instead of parsing again, and a new parse is kept once the file settled."""
+    times) is used instead of parsing again, and a new parse is kept once the file settled
+    (a file that does not parse is never kept). `regular_only`: anything but a regular file
+    (a FIFO, a link to /dev/zero) is refused without reading it (or waiting on it)."""
     try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below
+        handle = _open(path, regular_only)
     except FileNotFoundError:
         return {}
     except OSError as exc:
-        raise SettingsError("unreadable settings file") from exc
+        raise _unusable("unreadable settings file", "not readable") from exc
     with handle:
         key = _identity(path, handle.fileno()) if cache_file else None
         if cache_file and key:
@@ -100,16 +117,58 @@ def read_toml(path: str, cache_file: str | None = None) -> dict[str, Any]:
     return data
 
 
+def _open(path: str, regular_only: bool) -> BinaryIO:
+    if not regular_only:
+        return open(path, "rb")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)  # non-blocking: opening a FIFO must not wait for a writer
+    try:
+        regular = (os.fstat(fd).st_mode & 0o170000) == 0o100000  # stat.S_ISREG
+    except OSError:
+        os.close(fd)
+        raise
+    if not regular:
+        os.close(fd)
+        raise _unusable("unreadable settings file", "not a regular file")
+    return os.fdopen(fd, "rb")
+
+
 def _parse(handle: BinaryIO) -> dict[str, Any]:
+    """What `tomllib.load` does, each failure with its reason (and position: line and column,
+    counted as tomllib counts them)."""
     import tomllib  # only when a file must be parsed: it costs milliseconds at startup
 
     try:
-        data = tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise SettingsError("unreadable settings file") from exc
+        raw = handle.read()
+    except OSError as exc:
+        raise _unusable("unreadable settings file", "not readable") from exc
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError as exc:
+        where = _position(raw, b"\n", exc.start)
+        raise _unusable("unreadable settings file", f"not valid UTF-8{where}") from exc
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        import re
+
+        found = re.search(r"\(at line (\d+), column (\d+)\)$", str(exc))  # where tomllib says
+        if found:
+            where = f" at line {found[1]}, column {found[2]}"
+        else:  # "(at end of document)"
+            where = _position(text, "\n", len(text))
+        raise _unusable("unreadable settings file", f"not valid TOML{where}") from exc
+    except RecursionError as exc:
+        raise _unusable("unreadable settings file", "nested too deeply") from exc
     if too_deep(data):
-        raise SettingsError("settings nested too deeply")
+        raise _unusable("settings nested too deeply", "nested too deeply")
     return data
+
+
+def _position(text: AnyStr, newline: AnyStr, offset: int) -> str:
+    line = text.count(newline, 0, offset) + 1
+    column = offset - text.rfind(newline, 0, offset)  # rfind: -1 on the first line
+    return f" at line {line}, column {column}"
 
 
 def _identity(path: str, fd: int) -> list[object] | None:
@@ -177,9 +236,10 @@ def load_layers(
     global_file: str, project_file: str, *, may_trust: bool = True, cache_home: str | None = None
 ) -> Loaded:
     """The merged settings; `project_file` is <workspace>/.magi-code/settings.toml, and the
-    workspace's trust decides what of it applies. `may_trust` False (a subagent of an
-    untrusted parent) treats a trusted workspace as untrusted. With `cache_home` (MC_HOME)
-    the files' parses are cached there (`read_toml`)."""
+    workspace's trust decides what of it applies (an untrusted one that cannot be used at all
+    is ignored: a `Dropped` with no key). `may_trust` False (a subagent of an untrusted
+    parent) treats a trusted workspace as untrusted. With `cache_home` (MC_HOME) the files'
+    parses are cached there (`read_toml`)."""
     from magi_code.config import trust
 
     def cache_file(name: str) -> str | None:
@@ -191,11 +251,19 @@ def load_layers(
     trusted = may_trust and trust.is_trusted(workspace, global_settings)
     # In the folder that holds MC_HOME (cwd = ~), the "project" file is the global one.
     is_global = os.path.realpath(project_file) == os.path.realpath(global_file)
-    raw = {} if is_global else read_toml(project_file, cache_file(PROJECT_PARSE))
+    raw: dict[str, Any] = {}
+    unusable: list[Dropped] = []
+    if not is_global:
+        try:
+            raw = read_toml(project_file, cache_file(PROJECT_PARSE), regular_only=True)
+        except SettingsError as exc:
+            if trusted:
+                raise
+            unusable.append(trust.Dropped("", project_file, False, exc.reason))
     project, dropped = trust.admit_project(raw, base, trusted, project_file)
     settings = merge(base, project)
     validate(settings)
-    return Loaded(settings, base, project, trusted, dropped)
+    return Loaded(settings, base, project, trusted, [*unusable, *dropped])
 
 
 def base_layers(global_settings: Mapping[str, Any]) -> dict[str, Any]:

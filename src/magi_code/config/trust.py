@@ -41,10 +41,16 @@ What `<cwd>/.magi-code/settings.toml` may set (README, "Security model", shows t
 Project locations read only in a trusted workspace: PROJECT_LOCATIONS.
 
 A key its file may not set is dropped and named in the result (`Dropped`), so a face can warn;
-dropping never fails startup. Dictionaries in, dictionaries out: no file is read here but by
-`project_definitions`, which says so (paths are canonicalised with realpath). For colleagues:
-`is_trusted` (and `settings.trusted_for`, which reads the global file) answer for any folder;
-`Admitted.trusted` for the admitted workspace.
+dropping never fails startup. Untrusted input never stops startup either: in an untrusted
+folder a value that startup would refuse (a rule of a bad shape or decision, a `thinking` that
+is no string, a bad `[sandbox]` value, ...) is dropped the same way, its reason `INVALID`
+(settings.load_layers drops a project file that does not parse whole, naming the position). A
+trusted project keeps such a value, and startup refuses it as it refuses the global file's
+(but a bad `[sandbox]` value, dropped as (5) says, trusted or not).
+Dictionaries in, dictionaries out: no file is read here but by `project_definitions`, which
+says so (paths are canonicalised with realpath). For colleagues: `is_trusted` (and
+`settings.trusted_for`, which reads the global file) answer for any folder; `Admitted.trusted`
+for the admitted workspace.
 """
 
 from __future__ import annotations
@@ -55,6 +61,8 @@ from collections.abc import Mapping
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:
     from typing import Any
+
+    Drops = tuple[list[str], set[int]]  # the keys dropped, and where the INVALID ones are
 
 ALWAYS, NARROW, TRUSTED, NEVER = "always", "narrow", "trusted", "never"
 TOP_LEVEL = {
@@ -91,18 +99,23 @@ KNOWN_PROVIDER = {"models": ALWAYS, "discover": ALWAYS, "context_window": ALWAYS
 KNOWN_PROVIDER_FIXED = frozenset({"base_url", "wire_api"})  # where the user sends credentials
 DEFAULT_DECISIONS = {"default_read": "allow", "default_write": "ask", "default_shell": "ask"}
 STRICTNESS = ("allow", "ask", "deny")
+TYPED = {"provider": "name", "model": "name", "agent": "name", "thinking": "string"}
+INVALID = "not valid"  # the reason of a value dropped because startup would refuse it
 # Project locations (under <cwd>/.magi-code/) that only a trusted workspace reads.
 PROJECT_LOCATIONS = ("settings.toml", "agents", "skills", "hooks", "mcp.json")
 
 
 class Dropped:
-    """One key a project file set and may not: its dotted name, the file's path, and whether
-    trusting the folder would let it through."""
+    """One key a project file set and may not: its dotted name, the file's path, whether
+    trusting the folder would let it through, and a reason other than trust (`INVALID`, or
+    what is wrong with a file dropped whole: then `key` is empty)."""
 
-    __slots__ = ("file", "key", "needs_trust")
+    __slots__ = ("file", "key", "needs_trust", "reason")
 
-    def __init__(self, key: str, file: str, needs_trust: bool = True) -> None:
-        self.key, self.file, self.needs_trust = key, file, needs_trust
+    def __init__(
+        self, key: str, file: str, needs_trust: bool = True, reason: str | None = None
+    ) -> None:
+        self.key, self.file, self.needs_trust, self.reason = key, file, needs_trust, reason
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Dropped) and (self.key, self.file) == (other.key, other.file)
@@ -112,7 +125,8 @@ class Dropped:
 
     def warning(self) -> str:
         why = "this folder is not trusted" if self.needs_trust else "only global settings may"
-        return f"ignored {self.key} from {self.file} ({why})"
+        what = f"{self.key} from {self.file}" if self.key else self.file
+        return f"ignored {what} ({self.reason or why})"
 
 
 def trusted_paths(global_settings: Mapping[str, Any]) -> list[str]:
@@ -156,32 +170,50 @@ def admit_project(
     keys dropped. `base` is only read."""
     kept: dict[str, Any] = {}
     dropped: list[str] = []
+    invalid: set[int] = set()  # the indices in `dropped` of values startup would refuse
     for key, value in project.items():
         if key == "permissions" and isinstance(value, Mapping):
-            _permissions(value, base.get("permissions"), trusted, kept, dropped)
+            _permissions(value, base.get("permissions"), trusted, kept, (dropped, invalid))
         elif key == "providers" and isinstance(value, Mapping):
             _providers(value, base.get("providers"), trusted, kept, dropped)
         elif key == "melchior" and isinstance(value, Mapping):
             _melchior(value, base.get("melchior"), kept, dropped)
         elif key == "sandbox" and isinstance(value, Mapping):
-            _sandbox(value, base.get("sandbox"), kept, dropped)
+            _sandbox(value, base.get("sandbox"), kept, (dropped, invalid))
         elif key in ("mcp", "sessions") and isinstance(value, Mapping):
             _table(key, value, MCP if key == "mcp" else SESSIONS, trusted, kept, dropped)
             if key == "mcp" and isinstance(kept.get("mcp", {}).get("servers"), Mapping):
                 kept["mcp"]["servers"] = _mcp_servers(kept["mcp"]["servers"], dropped)
+        elif key in TYPED and not trusted and not _typed(TYPED[key], value):
+            _invalid((dropped, invalid), key)
         elif _allowed(TOP_LEVEL.get(key, TRUSTED), trusted):
             kept[key] = value
         else:
             dropped.append(key)
     selected = kept.get("provider")
-    if selected is not None and selected not in _provider_ids(base, kept):
-        del kept["provider"]
+    if isinstance(selected, str) and selected not in _provider_ids(base, kept):
+        del kept["provider"]  # (a provider of another type stays, for validation to report)
         dropped.append("provider")
     if trusted:
         never = set(dropped)
     else:  # what trusting the folder would still drop
         never = {d.key for d in admit_project(project, base, True, file)[1]}
-    return kept, [Dropped(key, file, key not in never) for key in dropped]
+    return kept, [
+        Dropped(key, file, False, INVALID) if i in invalid else Dropped(key, file, key not in never)
+        for i, key in enumerate(dropped)
+    ]
+
+
+def _invalid(drops: Drops, key: str) -> None:
+    """Drop `key` as not valid (`INVALID`): startup would refuse its value."""
+    dropped, invalid = drops
+    invalid.add(len(dropped))
+    dropped.append(key)
+
+
+def _typed(kind: str, value: object) -> bool:
+    """What settings.validate asks of a top-level key: a name is a non-empty string."""
+    return isinstance(value, str) and (kind != "name" or bool(value))
 
 
 def _allowed(rule: str, trusted: bool) -> bool:
@@ -219,37 +251,47 @@ def _mcp_servers(servers: Mapping[str, Any], dropped: list[str]) -> dict[str, An
 
 
 def _permissions(
-    table: Mapping[str, Any], base: object, trusted: bool, kept: dict[str, Any], dropped: list[str]
+    table: Mapping[str, Any], base: object, trusted: bool, kept: dict[str, Any], drops: Drops
 ) -> None:
-    kept["permissions"] = _permission_table(table, base, trusted, dropped, "permissions")
+    kept["permissions"] = _permission_table(table, base, trusted, drops, "permissions")
 
 
 def _permission_table(
-    table: Mapping[str, Any], base: object, trusted: bool, dropped: list[str], name: str
+    table: Mapping[str, Any], base: object, trusted: bool, drops: Drops, name: str
 ) -> dict[str, Any]:
-    """`[permissions]` (or its `code_mode` table, the same shape) as a project may set it."""
+    """`[permissions]` (or its `code_mode` table, the same shape) as a project may set it.
+    `drops`: the keys dropped, and which of them as not valid (untrusted only)."""
+    dropped = drops[0]
     base_table = base if isinstance(base, Mapping) else {}
     out: dict[str, Any] = {}
     for key, value in table.items():
         rule = PERMISSIONS.get(key, TRUSTED)
-        if key == "code_mode" and name == "permissions" and isinstance(value, Mapping):
+        nested = key == "code_mode" and name == "permissions"
+        if nested and isinstance(value, Mapping):
             inner = base_table.get(key)
-            out[key] = _permission_table(value, inner, trusted, dropped, f"{name}.{key}")
+            out[key] = _permission_table(value, inner, trusted, drops, f"{name}.{key}")
         elif rule == NEVER or (rule == TRUSTED and not trusted):
             dropped.append(f"{name}.{key}")
         elif trusted:
             out[key] = value
+        elif key == "code_mode":  # not a table, or a table in the Code Mode table
+            _invalid(drops, f"{name}.{key}")
         elif key in DEFAULT_DECISIONS:
-            if _narrows(value, base_table.get(key, DEFAULT_DECISIONS[key])):
+            if value not in STRICTNESS:
+                _invalid(drops, f"{name}.{key}")
+            elif _narrows(value, base_table.get(key, DEFAULT_DECISIONS[key])):
                 out[key] = value
             else:
                 dropped.append(f"{name}.{key}")
-        else:  # rules or project_rules: the ask/deny ones only narrow, and stay
+        else:  # rules or project_rules: the valid ask/deny ones only narrow, and stay
             narrowing = _narrowing_rules(value)
             if narrowing is None:
-                dropped.append(f"{name}.{key}")
+                _invalid(drops, f"{name}.{key}")
                 continue
-            out.setdefault("project_rules", []).extend(narrowing)
+            valid = [r for r in narrowing if _valid_rule(r)]
+            out.setdefault("project_rules", []).extend(valid)
+            if len(valid) != len(narrowing):
+                _invalid(drops, f"{name}.{key}")
             if len(narrowing) != len(value):
                 dropped.append(f"{name}.{key}")
     if "project_rules" in out and isinstance(base_table.get("project_rules"), list):
@@ -275,13 +317,13 @@ def _melchior(
     kept["melchior"] = out
 
 
-def _sandbox(
-    table: Mapping[str, Any], base: object, kept: dict[str, Any], dropped: list[str]
-) -> None:
-    """A project may narrow the sandbox, trusted or not, and widen nothing."""
+def _sandbox(table: Mapping[str, Any], base: object, kept: dict[str, Any], drops: Drops) -> None:
+    """A project may narrow the sandbox, trusted or not, and widen nothing; a value that is
+    not valid is dropped as such (`INVALID`), trusted or not."""
     from magi_code.tools.sandbox.settings import DEFAULT_MODE
     from magi_code.tools.sandbox.settings import MODES as SANDBOX_MODES
 
+    dropped = drops[0]
     base_table = base if isinstance(base, Mapping) else {}
     base_mode = base_table.get("mode", DEFAULT_MODE)
     ceiling = SANDBOX_MODES.index(base_mode) if base_mode in SANDBOX_MODES else 1
@@ -289,6 +331,12 @@ def _sandbox(
     base_denied = base_table.get("deny_read", [])
     out: dict[str, Any] = {}
     for key, value in table.items():
+        bad = _bad_sandbox_value(key, value, SANDBOX_MODES)
+        if bad is not None:
+            _invalid(drops, f"sandbox.{key}")
+            if not bad:
+                continue
+            value = bad  # a path list's good paths go on
         narrower_mode = value in SANDBOX_MODES and SANDBOX_MODES.index(value) <= ceiling
         if (key == "mode" and narrower_mode) or (key == "network" and value is False):
             out[key] = value
@@ -303,20 +351,45 @@ def _sandbox(
     kept["sandbox"] = out
 
 
+def _bad_sandbox_value(key: str, value: object, modes: tuple[str, ...]) -> list[str] | None:
+    """None for a valid value of a known key (tools/sandbox/settings.py `checked`); else what
+    of it is valid: the good paths of a path list, or [] for nothing."""
+    if key == "mode":
+        return None if value in modes else []
+    if key == "network":
+        return None if isinstance(value, bool) else []
+    if key in ("writable_roots", "deny_read"):
+        if not isinstance(value, list):
+            return []
+        paths = [path for path in value if isinstance(path, str) and path]
+        return None if len(paths) == len(value) else paths
+    return None  # an unknown key: dropped, as the table says
+
+
 def _narrows(value: object, base: object) -> bool:
-    """A project default that is at least as strict as the global one (bad values are kept,
-    so that validation reports them)."""
-    if value not in STRICTNESS or base not in STRICTNESS:
-        return value not in STRICTNESS
+    """A valid project default that is at least as strict as the global one (any, over a bad
+    global value: validation reports that one)."""
+    if base not in STRICTNESS:
+        return True
     return STRICTNESS.index(value) >= STRICTNESS.index(base)
 
 
 def _narrowing_rules(rules: object) -> list[object] | None:
-    """The `ask`/`deny` rules of a list (a bad shape is kept for validation); None if it is
-    not a list."""
+    """The rules of a list but the `allow` ones; None if it is not a list."""
     if not isinstance(rules, list):
         return None
     return [r for r in rules if not (isinstance(r, Mapping) and r.get("decision") == "allow")]
+
+
+def _valid_rule(rule: object) -> bool:
+    """Whether the permission policy (tools/policy.py) takes the rule: what startup checks."""
+    from magi_code.tools.policy import Policy, PolicyError
+
+    try:
+        Policy.from_settings({"rules": [rule]})
+    except PolicyError:
+        return False
+    return True
 
 
 def _providers(
