@@ -334,3 +334,22 @@ def test_startup_takes_the_good_ones() -> None:
         {"sandbox": {"mode": "read-only"}, "approval_mode": "auto"}, {MODE_ENV: "full-access"}
     )
     check_sandbox({}, {})
+
+
+def test_a_private_temp_folder_left_behind_is_swept(tmp_path: Path) -> None:
+    import os
+    import tempfile
+
+    from magi_code.tools.sandbox.modes import TEMP_PREFIX, Sandbox, SandboxSettings
+
+    no_such_pid = 2**22 + 1  # above the largest pid_max Linux allows: no process has it
+    left = Path(tempfile.gettempdir(), f"{TEMP_PREFIX}{no_such_pid}-leftover")
+    live = Path(tempfile.gettempdir(), f"{TEMP_PREFIX}{os.getpid()}-kept")
+    left.mkdir(exist_ok=True)
+    live.mkdir(exist_ok=True)
+    try:
+        made = Sandbox(SandboxSettings(), tmp_path, str(tmp_path / "mc"), None).temp()
+        assert made.name.startswith(f"{TEMP_PREFIX}{os.getpid()}-")
+        assert not left.exists() and live.exists()
+    finally:
+        live.rmdir()

@@ -189,9 +189,13 @@ class Sandbox:
         )
 
     def temp(self) -> Path:
-        """The private temporary folder (0700), made at the first sandboxed spawn."""
+        """The private temporary folder (0700), made at the first sandboxed spawn and removed
+        at exit; one a process left behind (it ended without running its exit handlers) is
+        removed when the next one is made."""
         if self._temp is None:
-            self._temp = Path(tempfile.mkdtemp(prefix="magi-code-sandbox-"))
+            sweep_temp_folders()
+            prefix = f"{TEMP_PREFIX}{os.getpid()}-"
+            self._temp = Path(tempfile.mkdtemp(prefix=prefix))
             atexit.register(shutil.rmtree, self._temp, True)
         return self._temp
 
@@ -279,6 +283,37 @@ class Sandbox:
             os.close(kept[2].ruleset_fd)
         self._made[processes] = (key, tuple(listed), made)
         return made
+
+
+TEMP_PREFIX = "magi-code-sandbox-"  # then the owning process's id, a dash and a random part
+
+
+def sweep_temp_folders() -> None:
+    """Remove the private temporary folders of this user's processes that are gone."""
+    base = tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(base) if n.startswith(TEMP_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        owner = name[len(TEMP_PREFIX) :].split("-", 1)[0]
+        folder = os.path.join(base, name)
+        try:
+            mine = os.lstat(folder).st_uid == os.getuid()
+        except OSError:
+            continue
+        if mine and owner.isdigit() and not _alive(int(owner)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _mtime(folder: Path) -> int:
