@@ -1,7 +1,9 @@
 """Anthropic Messages API streaming: request body, and stream events to ProviderEvents.
 
 A thinking block becomes a `ReasoningSummary` only when the provider itself typed the block
-`thinking` (provenance); text is never reinterpreted as reasoning. Never touches sockets.
+`thinking` (provenance); text is never reinterpreted as reasoning. A tool_use block's input is
+bounded as it accumulates (tool_arguments.py); a message whose inputs pass the run's content
+budget ends there, its open tool_use blocks handed on dropped. Never touches sockets.
 """
 
 import json
@@ -25,6 +27,7 @@ from magi_code.providers.base import (
 from magi_code.providers.http import HttpPolicy
 from magi_code.providers.limits import ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_THINKING_BUDGETS
 from magi_code.providers.registry import keyed_build
+from magi_code.providers.tool_arguments import Arguments, Budget
 from magi_code.providers.wire import (
     StopReason,
     count,
@@ -115,15 +118,16 @@ def request_body(request: ModelRequest) -> dict[str, object]:
 @record(frozen=False)
 class _Block:
     kind: str
+    arguments: Arguments  # a tool_use block's input (sent whole at its start, or as deltas)
     call_id: str = ""
     name: str = ""
-    parts: list[str] = field(default_factory=list)
-    given: str = ""  # a tool_use input sent whole at the start instead of as deltas
+    parts: list[str] = field(default_factory=list)  # a thinking block's text
 
 
 @record(frozen=False)
 class MessagesStreamState:
     blocks: dict[int, _Block] = field(default_factory=dict)
+    budget: Budget = field(default_factory=Budget)
     input_tokens: int = 0
     cached_tokens: int = 0
     output_tokens: int = 0
@@ -131,7 +135,12 @@ class MessagesStreamState:
     finished: bool = False
 
     def event(self, data: str) -> list[ProviderEvent]:
-        value = event_json(data)
+        out = self._event(event_json(data))
+        if self.budget.spent and not self.finished:
+            return self._cut()
+        return out
+
+    def _event(self, value: dict[str, object]) -> list[ProviderEvent]:
         kind = text(value.get("type"))
         if kind == "message_start":
             usage = obj(obj(value.get("message")).get("usage"))
@@ -141,10 +150,13 @@ class MessagesStreamState:
         elif kind == "content_block_start":
             block = obj(value.get("content_block"))
             started = _Block(
-                text(block.get("type")), text(block.get("id")), text(block.get("name"))
+                text(block.get("type")),
+                Arguments(self.budget),
+                text(block.get("id")),
+                text(block.get("name")),
             )
             if started.kind == "tool_use" and obj(block.get("input")):
-                started.given = json.dumps(block["input"], ensure_ascii=False)
+                started.arguments.give(json.dumps(block["input"], ensure_ascii=False))
             self.blocks[count(value.get("index"))] = started
         elif kind == "content_block_delta":
             return self._delta(count(value.get("index")), obj(value.get("delta")))
@@ -156,8 +168,7 @@ class MessagesStreamState:
             self.output_tokens = out or self.output_tokens
         elif kind == "message_stop":
             self.finished = True
-            totals = Usage(self.input_tokens, self.output_tokens, self.cached_tokens)
-            return [totals, Completed(_STOP.get(self.stop or "end_turn", "other"))]
+            return [self._usage(), Completed(_STOP.get(self.stop or "end_turn", "other"))]
         elif kind == "error":
             raise stream_error(obj(value.get("error")))
         return []
@@ -171,18 +182,32 @@ class MessagesStreamState:
             piece = text(delta.get("text"))
             return [TextDelta(piece)] if piece else []
         if kind == "input_json_delta":
-            block.parts.append(text(delta.get("partial_json")))
+            block.arguments.add(text(delta.get("partial_json")))
         elif kind == "thinking_delta":
             block.parts.append(text(delta.get("thinking")))
         return []
+
+    def _cut(self) -> list[ProviderEvent]:
+        """The tool inputs passed the run's content budget: the message ends here."""
+        self.finished = True
+        out: list[ProviderEvent] = []
+        for index in sorted(self.blocks):
+            block = self.blocks[index]
+            if block.kind == "tool_use":
+                block.arguments.drop()
+                out.append(ToolCallDone(block.arguments.call(block.call_id, block.name)))
+        self.blocks.clear()
+        return [*out, self._usage(), Completed("tool_use")]
+
+    def _usage(self) -> Usage:
+        return Usage(self.input_tokens, self.output_tokens, self.cached_tokens)
 
     def _stop(self, index: int) -> list[ProviderEvent]:
         block = self.blocks.pop(index, None)
         if block is None:
             return []
         if block.kind == "tool_use":
-            args = "".join(block.parts) or block.given or "{}"
-            return [ToolCallDone(ToolCall(block.call_id, block.name, args))]
+            return [ToolCallDone(block.arguments.call(block.call_id, block.name))]
         if block.kind == "thinking" and block.parts:
             return [ReasoningSummary(f"thinking-{index}", "".join(block.parts))]
         return []

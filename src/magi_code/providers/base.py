@@ -29,6 +29,9 @@ class ToolCall:
     call_id: str
     name: str
     arguments: str  # the JSON text the model produced, assembled whole
+    # > 0: the arguments were dropped as they streamed, past their bound (then `arguments`
+    # is empty); their size in bytes (providers/tool_arguments.py)
+    dropped_bytes: int = 0
 
 
 @record

@@ -2,7 +2,9 @@
 `base_url` (Ollama, vLLM, llama.cpp, LM Studio, OpenRouter).
 
 Owns the request body and the chunk-to-event mapping; never touches sockets itself (`http`)
-and never emits reasoning: chat "reasoning" fields carry no provenance as summaries.
+and never emits reasoning: chat "reasoning" fields carry no provenance as summaries. A call's
+arguments are bounded as they accumulate (tool_arguments.py); a response whose arguments pass
+the run's content budget ends there, its calls handed on dropped.
 """
 
 from collections.abc import AsyncIterator, Mapping
@@ -24,6 +26,7 @@ from magi_code.providers.base import (
 )
 from magi_code.providers.http import HttpPolicy, stream_sse
 from magi_code.providers.registry import keyed_build
+from magi_code.providers.tool_arguments import Arguments, Budget
 from magi_code.providers.wire import StopReason, count, event_json, obj, stream_error, text
 from magi_code.records import field, record
 
@@ -85,9 +88,9 @@ def request_body(request: ModelRequest) -> dict[str, object]:
 
 @record(frozen=False)
 class _Call:
+    arguments: Arguments
     call_id: str = ""
     name: str = ""
-    arguments: list[str] = field(default_factory=list)
 
 
 @record(frozen=False)
@@ -95,6 +98,7 @@ class ChatStreamState:
     """Chunks in, events out: assembles tool calls split across chunks."""
 
     calls: dict[int, _Call] = field(default_factory=dict)
+    budget: Budget = field(default_factory=Budget)
     finish: str | None = None
     usage: Usage | None = None
     done: bool = False
@@ -125,6 +129,10 @@ class ChatStreamState:
                 self._call_delta(obj(raw))
             if isinstance(choice.get("finish_reason"), str):
                 self.finish = text(choice.get("finish_reason"))
+        if self.budget.spent:  # the run cannot keep these calls: the response ends here
+            for call in self.calls.values():
+                call.arguments.drop()
+            self.done = True
         return out
 
     def _call_delta(self, raw: dict[str, object]) -> None:
@@ -132,11 +140,13 @@ class ChatStreamState:
         index = raw.get("index")
         if not isinstance(index, int) or isinstance(index, bool):
             index = self._unpositioned(call_id)
-        call = self.calls.setdefault(index, _Call())
+        call = self.calls.get(index)
+        if call is None:
+            call = self.calls[index] = _Call(Arguments(self.budget))
         call.call_id = call.call_id or call_id
         fn = obj(raw.get("function"))
         call.name = call.name or text(fn.get("name"))
-        call.arguments.append(text(fn.get("arguments")))
+        call.arguments.add(text(fn.get("arguments")))
 
     def _unpositioned(self, call_id: str) -> int:
         """Some compatible servers omit the index: a new id opens a call, none continues one."""
@@ -153,8 +163,7 @@ class ChatStreamState:
         out: list[ProviderEvent] = []
         for index in sorted(self.calls):
             c = self.calls[index]
-            args = "".join(c.arguments) or "{}"
-            out.append(ToolCallDone(ToolCall(c.call_id or f"call_{index}", c.name, args)))
+            out.append(ToolCallDone(c.arguments.call(c.call_id or f"call_{index}", c.name)))
         if self.usage is not None:
             out.append(self.usage)
         stop: StopReason = "tool_use" if self.calls else _STOP.get(self.finish or "stop", "other")

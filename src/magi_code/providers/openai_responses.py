@@ -1,7 +1,9 @@
 """OpenAI Responses API streaming: request body, and typed stream events to ProviderEvents.
 
 Reasoning summaries are emitted only from `response.reasoning_summary_text.*` events (the
-provider's own provenance). Never touches sockets itself (`http` does).
+provider's own provenance). A function call's arguments are bounded as they accumulate
+(tool_arguments.py); a response whose arguments pass the run's content budget ends there, its
+open calls handed on dropped. Never touches sockets itself (`http` does).
 """
 
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
@@ -22,6 +24,7 @@ from magi_code.providers.base import (
 )
 from magi_code.providers.http import HttpPolicy
 from magi_code.providers.registry import keyed_build
+from magi_code.providers.tool_arguments import Arguments, Budget
 from magi_code.providers.wire import (
     count,
     event_json,
@@ -80,16 +83,29 @@ def request_body(request: ModelRequest) -> dict[str, object]:
 
 
 @record(frozen=False)
+class _Call:
+    arguments: Arguments
+    call_id: str = ""  # from the item's `output_item.added`, when it came
+    name: str = ""
+
+
+@record(frozen=False)
 class ResponsesStreamState:
     """Typed events in, ProviderEvents out; arguments assembled per output item."""
 
-    arguments: dict[str, list[str]] = field(default_factory=dict)
+    calls: dict[str, _Call] = field(default_factory=dict)  # by item id, until done
     summaries: dict[tuple[str, int], list[str]] = field(default_factory=dict)
+    budget: Budget = field(default_factory=Budget)
     tool_calls: int = 0
     finished: bool = False
 
     def event(self, data: str) -> list[ProviderEvent]:
-        value = event_json(data)
+        out = self._event(event_json(data))
+        if self.budget.spent and not self.finished:
+            return self._cut()
+        return out
+
+    def _event(self, value: dict[str, object]) -> list[ProviderEvent]:
         kind = text(value.get("type"))
         if kind == "response.output_text.delta":
             delta = text(value.get("delta"))
@@ -104,8 +120,13 @@ class ResponsesStreamState:
             summary = text(value.get("text")) or "".join(parts)
             return [ReasoningSummary(key[0], summary)] if summary else []
         if kind == "response.function_call_arguments.delta":
-            item_id = text(value.get("item_id"))
-            self.arguments.setdefault(item_id, []).append(text(value.get("delta")))
+            self._call(text(value.get("item_id"))).arguments.add(text(value.get("delta")))
+            return []
+        if kind == "response.output_item.added":
+            item = obj(value.get("item"))
+            if text(item.get("type")) == "function_call":
+                call = self._call(text(item.get("id")))
+                call.call_id, call.name = text(item.get("call_id")), text(item.get("name"))
             return []
         if kind == "response.output_item.done":
             return self._item_done(obj(value.get("item")))
@@ -116,14 +137,30 @@ class ResponsesStreamState:
             raise stream_error(error)
         return []
 
+    def _call(self, item_id: str) -> _Call:
+        call = self.calls.get(item_id)
+        if call is None:
+            call = self.calls[item_id] = _Call(Arguments(self.budget))
+        return call
+
     def _item_done(self, item: dict[str, object]) -> list[ProviderEvent]:
         if text(item.get("type")) != "function_call":
             return []
-        streamed = "".join(self.arguments.pop(text(item.get("id")), []))
-        arguments = text(item.get("arguments")) or streamed or "{}"
+        call = self.calls.pop(text(item.get("id")), None) or _Call(Arguments(self.budget))
+        call.arguments.give(text(item.get("arguments")))  # given whole, it wins
         self.tool_calls += 1
-        call = ToolCall(text(item.get("call_id")), text(item.get("name")), arguments)
-        return [ToolCallDone(call)]
+        call_id = text(item.get("call_id")) or call.call_id
+        return [ToolCallDone(call.arguments.call(call_id, text(item.get("name")) or call.name))]
+
+    def _cut(self) -> list[ProviderEvent]:
+        """The arguments passed the run's content budget: the response ends here."""
+        self.finished = True
+        out: list[ProviderEvent] = []
+        for call in self.calls.values():
+            call.arguments.drop()
+            out.append(ToolCallDone(call.arguments.call(call.call_id, call.name)))
+        self.calls.clear()
+        return [*out, Completed("tool_use")]
 
     def _completed(self, kind: str, response: dict[str, object]) -> list[ProviderEvent]:
         self.finished = True

@@ -27,6 +27,7 @@ def encodable(event: ProviderEvent) -> ProviderEvent:
                 scrub_surrogates(call.call_id),
                 scrub_surrogates(call.name),
                 scrub_surrogates(call.arguments),
+                call.dropped_bytes,
             )
         )
     return event

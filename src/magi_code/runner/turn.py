@@ -10,6 +10,13 @@ happens, and exactly one `RunFinished` returned.
             run, post_tool_use hooks, record, activity
     -> run_finished record -> RunFinished(outcome, persistence, revision, error_code)
 
+Bounds. Text and tool-call arguments (kept or dropped by the wire) count in the run's content
+budget (RUN_CONTENT_BYTES); past it the run fails with `content_limit`. A call whose arguments
+passed ARGUMENTS_BYTES is answered with an error telling the model to split it, and is kept in
+the history and every later request as a stub (name, id, `{}`; its size on the record), never
+whole. An answer asking for more tool calls than the run has activity identities left
+(RUN_ACTIVITY_IDS) runs none of them. A run that fails on a bound says which in a diagnostic.
+
 Hook runs and the calls a `code` program makes through its bridge are activities the model
 did not call: they are `activity` records (runner/hook_runs.py, tools/code_mode.py).
 
@@ -48,6 +55,7 @@ from magi_code.providers.base import (
     UserText,
     failure_summary,
 )
+from magi_code.providers.tool_arguments import utf8_bytes
 from magi_code.records import field, record, replace
 from magi_code.redact import LiveRedactor, redact
 from magi_code.runner import compaction
@@ -66,7 +74,7 @@ from magi_code.runner.text import encodable, split_utf8
 from magi_code.tools.approvals import ApprovalBroker, Asked
 from magi_code.tools.base import Access, Bridge, Tool, ToolContext, ToolInputError, ToolOutcome
 from magi_code.tools.host_io import HostIO
-from magi_code.tools.limits import OUTPUT_BYTES
+from magi_code.tools.limits import ARGUMENTS_BYTES, OUTPUT_BYTES
 from magi_code.tools.policy import Policy
 from magi_code.tools.summaries import clip_utf8, safe_summary
 
@@ -75,6 +83,26 @@ if TYPE_CHECKING:
     from magi_code.tools.sandbox.modes import Sandbox
 
 CHUNK_PERSIST_BYTES = limits.HISTORY_CHUNK_BYTES  # unpersisted text before a chunk record
+
+OVERSIZE_STUB = "{}"  # what the history and later requests keep of an oversize call's arguments
+OVERSIZE_SUMMARY = f"rejected: arguments over {ARGUMENTS_BYTES} bytes"
+OVERSIZE_TOLD = f"arguments over {ARGUMENTS_BYTES} bytes: split the change into smaller calls"
+CONTENT_LIMIT = Diagnostic(
+    "content_limit",
+    f"The model's output in this run passed its bound of {limits.RUN_CONTENT_BYTES} bytes "
+    "(text and tool-call arguments together): the run stopped there.",
+)
+SEGMENT_LIMIT = Diagnostic(
+    "content_limit",
+    f"The model's reply in this run passed its bound of {limits.RUN_CONTENT_SEGMENTS} "
+    "segments: the run stopped there.",
+)
+ACTIVITY_LIMIT_CODE = "activity_limit"
+ACTIVITY_LIMIT = Diagnostic(
+    ACTIVITY_LIMIT_CODE,
+    f"This run reached its bound of {limits.RUN_ACTIVITY_IDS} activities (tool calls, hook "
+    "runs, Code Mode calls): the run stopped there.",
+)
 
 
 class Journal(Protocol):
@@ -102,11 +130,13 @@ RunFailedCode = Literal["content_limit", "execution_failed"]
 
 
 class RunFailed(MagiError):
-    """The run cannot go on; `code` is its run.finished error code."""
+    """The run cannot go on; `code` is its run.finished error code, `diagnostic` (a fixed
+    sentence) what the face is told before the end."""
 
-    def __init__(self, code: RunFailedCode) -> None:
+    def __init__(self, code: RunFailedCode, diagnostic: Diagnostic | None = None) -> None:
         super().__init__(code)
         self.code: RunFailedCode = code
+        self.diagnostic = diagnostic
 
 
 class TurnControl:
@@ -183,7 +213,7 @@ class Turn:
         self.usage: Usage | None = None
         self.counted = 0  # items in the request the last usage figure reports on
         self.prompt_id = ""  # stored message id of this turn's prompt
-        self.provider_failure: ProviderError | None = None  # told to the face before the end
+        self.failure: Diagnostic | None = None  # why the run failed, told before the end
 
     # ---- persistence -----------------------------------------------------------------------
 
@@ -222,9 +252,10 @@ class Turn:
                     await self.loop(self.journal.replay())
             except RunFailed as failed:
                 outcome, error = "failed", failed.code
+                self.failure = failed.diagnostic
             except ProviderError as failure:
                 outcome, error = "failed", "execution_failed"
-                self.provider_failure = failure
+                self.failure = Diagnostic(failure.code, failure_summary(failure))
             except OutputUnavailable:
                 outcome, error = "cancelled", "output_unavailable"
         if scope.cancelled_caught:
@@ -247,9 +278,16 @@ class Turn:
             if not calls:
                 await self.hook("stop")
                 return
+            self.admit_activities(len(calls))
             for call in calls:
-                items.append(call)
-                items.append(await self.call_tool(call))
+                oversize = oversize_bytes(call)
+                if oversize:
+                    call = ToolCall(call.call_id, call.name, OVERSIZE_STUB)
+                    items.append(call)
+                    items.append(await self.refuse_oversize(call, oversize))
+                else:
+                    items.append(call)
+                    items.append(await self.call_tool(call))
 
     async def stream(
         self, items: compaction.SizedItems, specs: tuple[ToolSpec, ...]
@@ -267,6 +305,7 @@ class Turn:
                 if isinstance(event, TextDelta):
                     await self.text(event.text)
                 elif isinstance(event, ToolCallDone):
+                    self.spend(event.call.dropped_bytes or utf8_bytes(event.call.arguments))
                     calls.append(event.call)
                 elif isinstance(event, ReasoningSummary):
                     self.record(
@@ -285,20 +324,23 @@ class Turn:
 
     async def text(self, text: str) -> None:
         assert self.segment is not None
-        size = len(text.encode("utf-8", "surrogatepass"))
         if not self.segment.parts:  # the segment's first text makes it one of the run's
             self.segments += 1
             if self.segments > limits.RUN_CONTENT_SEGMENTS:
-                raise RunFailed("content_limit")
-        if self.content_bytes + size > limits.RUN_CONTENT_BYTES:
-            raise RunFailed("content_limit")
-        self.content_bytes += size
+                raise RunFailed("content_limit", SEGMENT_LIMIT)
+        self.spend(utf8_bytes(text))
         segment = self.segment
         segment.parts.append(text)
         segment.unpersisted += len(text)
         self.show(segment, segment.live.feed(text))
         if segment.unpersisted >= CHUNK_PERSIST_BYTES:
             self.persist_chunk()
+
+    def spend(self, size: int) -> None:
+        """Count `size` bytes of the model's output in the run's content budget."""
+        if self.content_bytes + size > limits.RUN_CONTENT_BYTES:
+            raise RunFailed("content_limit", CONTENT_LIMIT)
+        self.content_bytes += size
 
     def show(self, segment: Segment, redacted: str) -> None:
         for piece in split_utf8(redacted, limits.LIVE_CHUNK_BYTES):
@@ -405,6 +447,16 @@ class Turn:
         await self.start_activity(activity_id, call, name, summary)
         outcome = await self.guarded(tool, call, args, access, summary, ctx, code_mode=False)
         return await self.end_activity(outcome, call)
+
+    async def refuse_oversize(self, stub: ToolCall, size: int) -> ToolResult:
+        """A call whose arguments passed ARGUMENTS_BYTES: the model is told to split it; the
+        history keeps the stub and the size, never the arguments."""
+        activity_id = self.next_activity()
+        name = safe_summary(stub.name)[:64] or "tool"
+        await self.start_activity(activity_id, stub, name, OVERSIZE_SUMMARY)
+        told = json.dumps({"error": OVERSIZE_TOLD})
+        outcome = ToolOutcome(False, told, OVERSIZE_SUMMARY)
+        return await self.end_activity(outcome, stub, arguments_bytes=size)
 
     async def guarded(
         self,
@@ -524,7 +576,7 @@ class Turn:
             absorbed(f"the tool {tool.name}")
             return ToolOutcome(False, "The tool failed unexpectedly.", "tool failed")
 
-    async def end_activity(self, outcome: ToolOutcome, call: ToolCall) -> ToolResult:
+    async def end_activity(self, outcome: ToolOutcome, call: ToolCall, **extra: Any) -> ToolResult:
         assert self.open_activity is not None
         activity_id, call_id, name, _ = self.open_activity
         self.open_activity = None
@@ -538,6 +590,7 @@ class Turn:
             summary=outcome.summary,
             arguments=call.arguments,
             result=outcome.output,
+            **extra,
         )
         await self.emit.critical(Activity(activity_id, "tool", state, name, outcome.summary))
         return ToolResult(call_id, outcome.output, not outcome.ok)
@@ -588,8 +641,20 @@ class Turn:
     def next_activity(self) -> str:
         self.activities += 1
         if self.activities > limits.RUN_ACTIVITY_IDS:
-            raise RunFailed("execution_failed")
+            raise RunFailed("execution_failed", ACTIVITY_LIMIT)
         return new_id()
+
+    def admit_activities(self, calls: int) -> None:
+        """An answer's tool calls run only if each can have an activity identity: past the
+        bound, none of them runs and the run fails."""
+        left = limits.RUN_ACTIVITY_IDS - self.activities
+        if calls > left:
+            said = (
+                f"The model asked for {calls} tool calls at once, past this run's bound of "
+                f"{limits.RUN_ACTIVITY_IDS} activities ({left} left): none of them ran, and "
+                "the run stopped there."
+            )
+            raise RunFailed("execution_failed", Diagnostic(ACTIVITY_LIMIT_CODE, said))
 
     async def side_activity(
         self, activity_id: str, name: str, state: str, summary: str, **extra: Any
@@ -633,10 +698,9 @@ class Turn:
             delivered = False
             outcome, error = "cancelled", "output_unavailable"
         self.record("run_finished", outcome=outcome, error_code=error)
-        failure = self.provider_failure
-        if failure is not None and outcome == "failed" and delivered:
+        if self.failure is not None and outcome == "failed" and delivered:
             with suppress(OutputUnavailable):
-                await self.emit.critical(Diagnostic(failure.code, failure_summary(failure)))
+                await self.emit.critical(self.failure)
         if self.degraded and delivered:
             with suppress(OutputUnavailable):
                 await self.emit.critical(
@@ -656,6 +720,13 @@ def with_context(outcome: ToolOutcome, contexts: list[str]) -> ToolOutcome:
     added = "\n\n" + "\n\n".join(contexts)
     room = OUTPUT_BYTES - len(added.encode("utf-8"))
     return ToolOutcome(outcome.ok, clip_utf8(outcome.output, room) + added, outcome.summary)
+
+
+def oversize_bytes(call: ToolCall) -> int:
+    """The size of a call's arguments when they passed ARGUMENTS_BYTES (dropped by the wire,
+    or whole from a provider that does not bound them), else 0."""
+    size = call.dropped_bytes or utf8_bytes(call.arguments)
+    return size if call.dropped_bytes or size > ARGUMENTS_BYTES else 0
 
 
 def _arguments_value(arguments: str) -> object:
