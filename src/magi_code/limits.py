@@ -84,6 +84,9 @@ SETTINGS_DEPTH = 32
 # long: a later change then always shows in its modification or change time.
 SETTINGS_SETTLED_NS = 2_000_000_000
 
+# JSON from outside (untrusted_json.py): provider events, ACP messages, Code Mode calls
+UNTRUSTED_JSON_DEPTH = 200  # containers; deeper is refused, well before Python's recursion limit
+
 # Hooks (runner/hooks.py): processes the settings run on runner events
 HOOK_TIMEOUT_MS = 10_000  # a hook's `timeout_ms` when it sets none
 HOOK_MAX_TIMEOUT_MS = 60_000  # the largest `timeout_ms` a hook may set

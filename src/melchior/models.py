@@ -45,7 +45,7 @@ def main(argv: list[str]) -> int:
         return _refuse("harness_unavailable")
     try:
         listing = json.loads(done.stdout)
-    except ValueError:
+    except (ValueError, RecursionError):
         listing = None
     if done.returncode != 0 or not isinstance(listing, dict):
         return _refuse("harness_failed")

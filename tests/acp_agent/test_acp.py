@@ -338,13 +338,13 @@ def test_a_message_is_bounded_at_its_exact_edge(
         env=environment(home),
         timeout=60,
     )
+    assert done.returncode == 0
+    answer = json.loads(done.stdout)
     if answered:
-        assert done.returncode == 0
-        assert json.loads(done.stdout)["result"]["agentCapabilities"]["loadSession"] is True
-    else:
-        assert done.returncode == 1
-        assert done.stdout == b""
-        assert b"over the size limit" in done.stderr
+        assert answer["result"]["agentCapabilities"]["loadSession"] is True
+    else:  # refused with its error; the process went on (tests/acp_agent/test_acp_lines.py)
+        assert (answer["id"], answer["error"]["code"]) == (None, -32600)
+        assert done.stderr == b""
 
 
 def test_a_session_has_its_melchior_tools(workspace: Path, home: Path) -> None:

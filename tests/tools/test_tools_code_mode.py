@@ -15,6 +15,7 @@ from magi_code.limits import (
     CODE_BRIDGED_CALLS,
     CODE_OUTPUT_BYTES,
     CODE_RESULT_BYTES,
+    UNTRUSTED_JSON_DEPTH,
 )
 from magi_code.tools.base import Bridge, ToolContext, ToolOutcome
 from magi_code.tools.code_mode import CodeTool
@@ -150,6 +151,39 @@ async def test_a_call_line_is_bounded_at_its_exact_edge(tmp_path: Path) -> None:
         stopped = f"[stopped: a tool call over {CODE_BRIDGE_LINE_BYTES} bytes; process killed"
         assert (stopped in outcome.output) is not kept, size
         assert outcome.ok is kept
+
+
+MALFORMED = "[stopped: a malformed tool call; process killed; 0 tool calls]"
+
+
+def nested_call(depth: int) -> str:
+    """A program calling `ping` with arguments that make its call line nest `depth` deep."""
+    lists = depth - 3  # {"call": {"arguments": {"x": ...}}} holds the lists
+    return f"x = []\nfor _ in range({lists - 1}):\n    x = [x]\ntools.ping(x=x)"
+
+
+async def test_a_call_line_nests_at_most_its_bound(tmp_path: Path) -> None:
+    """UNTRUSTED_JSON_DEPTH containers pass, one more stops the program as a malformed call."""
+    for depth, kept in ((UNTRUSTED_JSON_DEPTH, True), (UNTRUSTED_JSON_DEPTH + 1, False)):
+        outcome = await run(tmp_path, nested_call(depth), lambda n, a: _ok())
+        assert outcome.ok is kept, outcome.output
+        assert outcome.output.startswith(MALFORMED) is not kept, outcome.output
+
+
+@pytest.mark.parametrize("depth", [100_000, 950])
+async def test_a_deep_bridge_line_stops_the_program_not_the_tool(
+    tmp_path: Path, depth: int
+) -> None:
+    """Written straight onto the bridge (past the program's own json), a line nested 100_000
+    deep or just under Python's recursion limit is the program's malformed call: before, the
+    parent's parser raised RecursionError out of the tool."""
+    program = (
+        f"tools._writer.write(b'[' * {depth} + b']' * {depth} + b'\\n')\n"
+        "tools._writer.flush()\ntools.ping()"
+    )
+    outcome = await run(tmp_path, program)
+    assert not outcome.ok
+    assert outcome.output.startswith(MALFORMED), outcome.output
 
 
 async def test_bridged_calls_are_bounded_at_their_exact_edge(tmp_path: Path) -> None:

@@ -2,9 +2,10 @@
 
 stdout carries protocol bytes only: it is moved to a private descriptor at startup and fd 1
 points at stderr, so no library print and no child process can write to the wire. A message
-is one line of at most ACP_MESSAGE_BYTES (LF excluded); a longer one ends the connection
-(exit 1). On EOF or SIGTERM, running prompts are cancelled (each records its cancel), then
-sessions and MCP servers close.
+is one line of at most ACP_MESSAGE_BYTES (LF excluded); a longer one is skipped to its end and
+answered with an error, and so is any line the SDK could not handle (acp/lines.py): the
+connection goes on serving. On EOF or SIGTERM, running prompts are cancelled (each records its
+cancel), then sessions and MCP servers close.
 """
 
 import asyncio
@@ -15,27 +16,63 @@ import sys
 from typing import cast
 
 
-class MessageTooLarge(Exception):
-    """A line past ACP_MESSAGE_BYTES."""
+class JudgedLines(asyncio.StreamReader):
+    """The stream the SDK reads its messages from, a line at a time with `readuntil`: only
+    lines it can handle reach it. The others, and a line past the reader's limit (skipped to
+    its end, never held whole), are answered here with their JSON-RPC error."""
 
+    def __init__(self, limit: int, writer: asyncio.StreamWriter) -> None:
+        super().__init__(limit=limit)
+        self.writer = writer
 
-class BoundedLines(asyncio.StreamReader):
-    """The SDK's transport reads lines with `readuntil` and, past the reader's limit, would
-    go on joining `readexactly` pieces without end: here that is where the message is refused."""
+    async def readuntil(self, separator: bytes = b"\n") -> bytes:  # type: ignore[override]
+        from magi_code.acp.lines import TOO_LARGE, judge
 
-    async def readexactly(self, n: int) -> bytes:
-        raise MessageTooLarge
+        while True:
+            try:
+                line = await super().readuntil(separator)
+            except asyncio.LimitOverrunError as over:
+                await self._skip_line(separator, over.consumed)
+                await self._answer(TOO_LARGE)
+                continue
+            except asyncio.IncompleteReadError as end:
+                if not end.partial:
+                    raise  # the end of input: the SDK stops reading
+                line = end.partial  # the last line, without its LF
+            judged = judge(line)
+            if judged.answer is not None:
+                await self._answer(judged.answer)
+            if judged.line is not None:
+                return judged.line
+
+    async def _skip_line(self, separator: bytes, buffered: int) -> None:
+        """Drop the rest of a line past the limit, a buffer at a time, through its separator."""
+        while True:
+            await self.readexactly(buffered)
+            try:
+                await super().readuntil(separator)
+                return
+            except asyncio.LimitOverrunError as over:
+                buffered = over.consumed
+            except asyncio.IncompleteReadError:
+                return
+
+    async def _answer(self, reply: bytes) -> None:
+        self.writer.write(reply)
+        with contextlib.suppress(ConnectionError):  # the client stopped reading: EOF follows
+            await self.writer.drain()
 
 
 async def stdio_streams(out_fd: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     from magi_code.limits import ACP_MESSAGE_BYTES
 
     loop = asyncio.get_running_loop()
-    reader = BoundedLines(limit=ACP_MESSAGE_BYTES)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     protocol = asyncio.streams.FlowControlMixin()
     transport, _ = await loop.connect_write_pipe(lambda: protocol, os.fdopen(out_fd, "wb"))
-    return reader, asyncio.StreamWriter(transport, protocol, None, loop)
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    reader = JudgedLines(ACP_MESSAGE_BYTES, writer)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    return reader, writer
 
 
 async def serve(out_fd: int) -> int:
@@ -50,13 +87,8 @@ async def serve(out_fd: int) -> int:
     conn = AgentSideConnection(cast("Agent", agent), writer, reader, listening=False)
     listening = asyncio.ensure_future(conn.listen())  # until EOF
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, listening.cancel)
-    code = 0
-    try:
-        with contextlib.suppress(asyncio.CancelledError):
-            await listening
-    except MessageTooLarge:
-        print("magi-code acp: a message over the size limit: closing", file=sys.stderr)
-        code = 1
+    with contextlib.suppress(asyncio.CancelledError):
+        await listening
     try:
         await agent.stop()  # before the connection cancels the prompts' tasks
     finally:
@@ -66,7 +98,7 @@ async def serve(out_fd: int) -> int:
             from magi_code.providers.clients import close_clients
 
             await close_clients()
-    return code
+    return 0
 
 
 def run() -> int:

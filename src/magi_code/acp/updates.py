@@ -10,7 +10,6 @@
   compactions, and one tool call per activity.
 """
 
-import json
 from typing import Any
 
 from acp import (
@@ -40,6 +39,7 @@ from acp.schema import (
     UserMessageChunk,
 )
 
+from magi_code import untrusted_json
 from magi_code.redact import redact
 from magi_code.runner.events import Activity, Diagnostic
 from magi_code.tools.approvals import Asked
@@ -111,8 +111,10 @@ def diff(asked: Asked | None) -> list[Content] | None:
     if asked is None or asked.tool not in ("write_file", "edit_file") or not asked.access.paths:
         return None
     try:
-        arguments = json.loads(asked.arguments)
+        arguments = untrusted_json.loads(asked.arguments)
     except ValueError:
+        return None
+    if not isinstance(arguments, dict):
         return None
     path = str(asked.access.paths[0])
     if asked.tool == "write_file" and isinstance(arguments.get("content"), str):

@@ -10,6 +10,7 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 
+from magi_code import untrusted_json
 from magi_code.providers.base import (
     AssistantText,
     Completed,
@@ -89,7 +90,7 @@ def _messages(request: ModelRequest) -> list[dict[str, object]]:
 
 def _arguments(arguments: str) -> object:
     try:
-        return json.loads(arguments) if arguments else {}
+        return untrusted_json.loads(arguments) if arguments else {}
     except ValueError:
         return {"_raw": arguments}
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from magi_code import untrusted_json
 from magi_code.config.credentials import CredentialsError, CredentialStore
 from magi_code.limits import DISCOVERY_CACHE_S
 from magi_code.providers.base import ProviderError
@@ -44,7 +45,7 @@ def parse_listing(text: str) -> list[str]:
     """Model ids from `{"data": [{"id": ...}]}` (OpenAI, Anthropic, compatible servers) or
     `{"models": [{"id"|"slug": ...}]}`; anything else is a failed listing."""
     try:
-        value = json.loads(text)
+        value = untrusted_json.loads(text)
     except ValueError:
         raise ProviderError("malformed_stream", detail="listing is not JSON") from None
     rows = value.get("data", value.get("models")) if isinstance(value, dict) else None

@@ -6,11 +6,11 @@ refresh answer is a bounded control response.
 """
 
 import base64
-import json
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 
+from magi_code import untrusted_json
 from magi_code.config.credentials import CredentialStore, OAuthTokens
 from magi_code.providers.base import ModelRequest, ProviderError, ProviderEvent
 from magi_code.providers.http import HttpPolicy, control_request, status_error
@@ -29,7 +29,7 @@ def account_id_from_id_token(id_token: object) -> str | None:
         return None
     payload = id_token.split(".")[1]
     try:
-        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        claims = untrusted_json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
     except ValueError:
         return None
     auth = claims.get("https://api.openai.com/auth") if isinstance(claims, dict) else None
@@ -42,7 +42,7 @@ def tokens_from_answer(
 ) -> OAuthTokens:
     """Tokens from a token endpoint's JSON answer; any other shape is an auth failure."""
     try:
-        value = json.loads(text)
+        value = untrusted_json.loads(text)
     except ValueError:
         raise ProviderError("auth_failed", detail="token answer is not JSON") from None
     if not isinstance(value, dict) or not isinstance(value.get("access_token"), str):

@@ -7,7 +7,6 @@ token or an authorization code; the only thing shown is where to sign in (and th
 
 import base64
 import hashlib
-import json
 import secrets
 import sys
 import time
@@ -19,6 +18,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import anyio
 import anyio.abc
 
+from magi_code import untrusted_json
 from magi_code.config.credentials import OAuthTokens
 from magi_code.errors import MagiError
 from magi_code.providers.base import ProviderError
@@ -73,7 +73,7 @@ async def _token_request(
 ) -> tuple[int, dict[str, object]]:
     answer = await control_request("POST", endpoints.token_url, policy, form=form)
     try:
-        body = json.loads(answer.body.text) if answer.body.complete else {}
+        body = untrusted_json.loads(answer.body.text) if answer.body.complete else {}
     except ValueError:
         body = {}
     return answer.status, body if isinstance(body, dict) else {}
@@ -200,12 +200,13 @@ async def device_sign_in(
         policy,
         form={"client_id": endpoints.client_id, "scope": SCOPE},
     )
+    ready = start.status == 200 and start.body.complete
     try:
-        grant = json.loads(start.body.text) if start.status == 200 and start.body.complete else {}
+        answer = untrusted_json.loads(start.body.text) if ready else {}
     except ValueError:
-        grant = {}
-    device_code = grant.get("device_code") if isinstance(grant, dict) else None
-    user_code = grant.get("user_code") if isinstance(grant, dict) else None
+        answer = {}
+    grant = answer if isinstance(answer, dict) else {}
+    device_code, user_code = grant.get("device_code"), grant.get("user_code")
     if not isinstance(device_code, str) or not isinstance(user_code, str):
         raise SignInFailed("sign-in could not start")
     uri = grant.get("verification_uri_complete", grant.get("verification_uri"))

@@ -3,11 +3,11 @@
 Never raises anything but `ProviderError`, whose text carries no body.
 """
 
-import json
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from typing import Literal, Protocol
 
+from magi_code import untrusted_json
 from magi_code.providers.base import ProviderError, ProviderEvent, coalesced
 from magi_code.providers.http import HttpPolicy, default_is_overflow, stream_sse
 
@@ -15,9 +15,10 @@ StopReason = Literal["end_turn", "tool_use", "max_tokens", "other"]
 
 
 def event_json(data: str) -> dict[str, object]:
-    """The JSON object of one event's data; anything else is a malformed stream."""
+    """The JSON object of one event's data; anything else (nesting past UNTRUSTED_JSON_DEPTH
+    too) is a malformed stream."""
     try:
-        value = json.loads(data)
+        value = untrusted_json.loads(data)
     except ValueError:
         raise ProviderError("malformed_stream", detail="event data is not JSON") from None
     if not isinstance(value, dict):

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import anyio
 
-from magi_code import limits
+from magi_code import limits, untrusted_json
 from magi_code.debug import absorbed
 from magi_code.errors import MagiError
 from magi_code.ids import uuid4
@@ -732,7 +732,7 @@ def oversize_bytes(call: ToolCall) -> int:
 def _arguments_value(arguments: str) -> object:
     """The call's arguments as a hook reads them: the JSON value (the text if it is none)."""
     try:
-        return json.loads(arguments)
+        return untrusted_json.loads(arguments)
     except ValueError:
         return arguments
 

@@ -12,8 +12,8 @@ The model writes one program; ten tool calls in it cost one model round trip. Ru
 - The bridge is a socketpair on a descriptor of its own (never the program's stdout): one
   JSON line per call each way. Every call is handed to `ToolContext.bridge`, where the turn
   decides it with the Code Mode policy, asks through the approval broker, runs hooks and
-  makes it an activity. A call line over CODE_BRIDGE_LINE_BYTES, a line that is not JSON or
-  more than CODE_BRIDGED_CALLS calls stop the program.
+  makes it an activity. A call line over CODE_BRIDGE_LINE_BYTES, a line that is not JSON (or
+  nests deeper than UNTRUSTED_JSON_DEPTH) or more than CODE_BRIDGED_CALLS calls stop the program.
 - The result is a status line, the JSON of a top-level `result` when the program sets one,
   and its stdout and stderr, in that order (so the tools' output backstop can only cut the
   last). The call is ok only when the program ran to its end.
@@ -31,6 +31,7 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from magi_code import untrusted_json
 from magi_code.limits import (
     CODE_BRIDGE_LINE_BYTES,
     CODE_BRIDGED_CALLS,
@@ -269,7 +270,7 @@ def _unavailable(why: str) -> ToolOutcome:
 
 def _message(line: bytes) -> dict[str, object]:
     try:
-        value = json.loads(line)
+        value = untrusted_json.loads(line)
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
