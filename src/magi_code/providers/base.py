@@ -138,6 +138,9 @@ class ProviderError(MagiError):
     status: int | None = None
     retryable: bool = False
     detail: str = field(default="", repr=False)  # a fixed, safe phrase; never a body
+    # A fixed sentence for the user in place of the code's own summary, when the failure is
+    # known more closely than its class (never a body, a URL or what the peer sent).
+    summary: str = field(default="", repr=False)
 
     def __str__(self) -> str:
         return self.code if self.status is None else f"{self.code} (HTTP {self.status})"
@@ -155,9 +158,9 @@ _FAILURE_SUMMARIES: dict[ProviderErrorCode, str] = {
 
 
 def failure_summary(error: ProviderError) -> str:
-    """A fixed phrase for a failure a user can act on: its class and HTTP status, never the
-    body, the URL or a credential."""
-    summary = _FAILURE_SUMMARIES[error.code]
+    """A fixed phrase for a failure a user can act on: its class (or the error's own fixed
+    sentence) and HTTP status, never the body, the URL or a credential."""
+    summary = error.summary or _FAILURE_SUMMARIES[error.code]
     return summary if error.status is None else f"{summary} (HTTP {error.status})"
 
 

@@ -5,13 +5,17 @@ A request carries Host, User-Agent `magi-code/<version>`, `Accept-Encoding: iden
 with a body (compact UTF-8 JSON, or a urlencoded form), its Content-Type and Content-Length;
 the caller's headers are merged in. Redirects are never followed (a 3xx is a status like any
 other), environment proxies are ignored, and a URL's user info is never sent. Connecting, the
-TLS handshake and sending the request are bounded by the policy's `connect_s`; each wait for
-response bytes by its `inactivity_s`. A reused connection that fails before any byte of its
-response came (the server closed it while it was idle) is retried once on a new connection.
+TLS handshake and sending the request are bounded by the policy's `connect_s`; the response's
+whole head by its `head_s` (a total: a drip does not extend it); each wait for response bytes
+by its `inactivity_s`; and all of it together, if the caller says so, by `within_s` (what is
+left of a request's deadline with its retries). A reused connection that fails before any byte
+of its response came (the server closed it while it was idle) is retried once on a new
+connection.
 
 A response read to its end gives its connection back to the pool; closed sooner (abandoned,
 failed, cancelled), it closes its HTTP/1.1 connection, or resets its HTTP/2 stream. Failures
-are `TransportError` (connecting, TLS, I/O, timeouts, HTTP framing) and `InvalidURL`, whose
+are `TransportError` (connecting, TLS, I/O, timeouts, HTTP framing, an HTTP/2 stream reset or
+connection error, before the head or while reading the body alike) and `InvalidURL`, whose
 messages name the failed step and the cause's class, never a URL, a header value or a body.
 `close_clients` and `closing` close the pool's connections at shutdown.
 """
@@ -39,12 +43,8 @@ from magi_code.providers.http1 import (
 )
 
 if TYPE_CHECKING:
-    from typing import TypeAlias
-
     from magi_code.providers.http import HttpPolicy
     from magi_code.providers.http2 import Http2Connection, Http2Response
-
-    Response: TypeAlias = "Http1Response | Http2Response"
 
 T = TypeVar("T")
 USER_AGENT = f"magi-code/{__version__}"
@@ -71,31 +71,46 @@ class InvalidURL(Exception):
     """A URL that names no http or https origin (no host, a bad port, another scheme)."""
 
 
-class Http1Response:
+class Response:
     """A response's status and headers (names lower-cased); iterating it gives the body's
-    bytes as they arrive, each wait bounded by the inactivity bound."""
+    bytes as they arrive, each wait bounded by the inactivity bound. Whatever breaks the body,
+    over HTTP/1.1 or HTTP/2, is a `TransportError`."""
 
-    def __init__(
-        self, connection: Connection, reader: ResponseReader, head: Head, inactivity_s: float
-    ) -> None:
+    def __init__(self, head: Head, body: Http1Body | Http2Response) -> None:
         self.status = head.status
         self.headers = dict(head.headers)
-        self._connection, self._reader, self._inactivity_s = connection, reader, inactivity_s
+        self._body = body
 
-    def __aiter__(self) -> Http1Response:
+    def __aiter__(self) -> Response:
         return self
 
     async def __anext__(self) -> bytes:
         try:
-            event = await _next_event(self._connection, self._reader, self._inactivity_s)
+            chunk = await self._body.next_chunk()
         except _IO_ERRORS as exc:
             raise _failed("receiving the body", exc) from None
-        if isinstance(event, bytes):
-            return event
-        raise StopAsyncIteration  # END: the reader says so again if asked again
+        if chunk is None:
+            raise StopAsyncIteration
+        return chunk
 
     async def aclose(self) -> None:
-        """Give the connection back if it may carry another exchange; else close it."""
+        """Over HTTP/1.1: give the connection back if it may carry another exchange, else
+        close it; over HTTP/2: reset the stream unless it ended."""
+        await self._body.aclose()
+
+
+class Http1Body:
+    """An HTTP/1.1 response's body on its connection: its data as it arrives, then None; its
+    failures are `_IO_ERRORS`, for `Response` to classify."""
+
+    def __init__(self, connection: Connection, reader: ResponseReader, inactivity_s: float) -> None:
+        self._connection, self._reader, self._inactivity_s = connection, reader, inactivity_s
+
+    async def next_chunk(self) -> bytes | None:
+        event = await _next_event(self._connection, self._reader, self._inactivity_s)
+        return event if isinstance(event, bytes) else None  # END: said again if asked again
+
+    async def aclose(self) -> None:
         if self._reader.reusable:
             await connections.give_back(self._connection)
         else:
@@ -111,12 +126,15 @@ async def open_response(
     *,
     json: Mapping[str, object] | None = None,
     form: Mapping[str, str] | None = None,
+    within_s: float | None = None,
 ) -> AsyncIterator[Response]:
     """Send one request and hold its response (status and headers read) until the block
-    ends. Raises `InvalidURL` or `TransportError`."""
+    ends; `within_s` bounds connecting, sending and the head together. Raises `InvalidURL` or
+    `TransportError`."""
     try:
         request = _request(method, url, headers, json, form)
-        response = await _exchange(request, policy)
+        with anyio.fail_after(within_s):
+            response = await _exchange(request, policy)
     except _IO_ERRORS as exc:
         raise _failed("the request", exc) from None
     try:
@@ -233,17 +251,19 @@ async def _round_trip(
     """Send the request and read the response's head; any failure closes an HTTP/1.1
     connection (an HTTP/2 one resets the request's stream)."""
     if not isinstance(connection, Connection):
-        return await connection.request(
+        multiplexed = await connection.request(
             request.method, request.target, request.fields, request.body, policy
         )
+        return Response(multiplexed.head, multiplexed)
     connection.received = 0
     reader = ResponseReader(request.method)
     try:
         with anyio.fail_after(policy.connect_s):
             await connection.stream.send(request.http1)
-        head = await _next_event(connection, reader, policy.inactivity_s)
+        with anyio.fail_after(policy.head_s):  # however the head's bytes are spaced
+            head = await _next_event(connection, reader, policy.inactivity_s)
         assert isinstance(head, Head)  # a reader's first event
-        return Http1Response(connection, reader, head, policy.inactivity_s)
+        return Response(head, Http1Body(connection, reader, policy.inactivity_s))
     except BaseException:
         await connection.aclose()
         raise

@@ -3,14 +3,15 @@ request of this turn or the next, closed at shutdown.
 
 A connection belongs to one origin (scheme, host, port) and to the event loop that opened it
 (its socket is that loop's): a request from another loop opens its own. An https origin is
-offered HTTP/2 and HTTP/1.1 (ALPN); one that takes `h2` gets one shared connection
-(`http2`) that every request of the loop multiplexes on, while it has room for another
-stream, and that is closed once idle past the keep-alive. An HTTP/1.1 connection carries one
-exchange at a time: an idle one is kept up to the policy's keep-alive and reused most recent
-first; each origin keeps at most `IDLE_CONNECTIONS_PER_ORIGIN` idle, the one idle longest
-closing to make room. Whoever holds one gives it back only when its exchange is over and its
-response's reader says the connection may carry another (`http1`); anything else closes that
-connection, never the pool.
+offered HTTP/2 and HTTP/1.1 (ALPN); one that takes `h2` gets one shared connection (`http2`)
+that every request of the loop multiplexes on, while it has room for another stream, and that
+is closed once idle past the keep-alive. An HTTP/1.1 connection carries one exchange at a time:
+an idle one is kept up to the policy's keep-alive and reused most recent first, and only if it
+is quiet (nothing came on it while idle: a byte there would be read as the next request's
+response, and an end means the peer closed it); each origin keeps at most
+`IDLE_CONNECTIONS_PER_ORIGIN` idle, the one idle longest closing to make room. Whoever holds
+one gives it back only when its exchange is over and its response's reader says the connection
+may carry another (`http1`); anything else closes that connection, never the pool.
 
 The TLS context is built once, on the first https origin, with the trust roots httpx2 used
 (`httpx2.create_ssl_context(verify=True, trust_env=False)`: the platform's store through
@@ -25,13 +26,15 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from contextlib import suppress
 from typing import TYPE_CHECKING, NamedTuple
 
 import anyio
 
-from magi_code.providers.limits import IDLE_CONNECTIONS_PER_ORIGIN
+from magi_code.providers.limits import IDLE_CONNECTIONS_PER_ORIGIN, QUIET_CHECK_S
 
 if TYPE_CHECKING:
+    import socket
     import ssl
 
     from anyio.abc import ByteStream
@@ -77,6 +80,8 @@ class Connection:
         await anyio.aclose_forcefully(self.stream)
 
 
+# What a receive on a connection that ended or broke raises.
+_RECEIVE_ERRORS = (OSError, anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError)
 _Key = tuple[asyncio.AbstractEventLoop, Origin]
 _idle: dict[_Key, list[Connection]] = {}  # oldest first
 _shared: dict[_Key, list[Http2Connection]] = {}  # oldest first
@@ -85,8 +90,9 @@ _system_tls: ssl.SSLContext | None = None
 
 async def take(origin: Origin, policy: HttpPolicy) -> Connection | Http2Connection:
     """The origin's HTTP/2 connection in this loop if one has room (idle ones past the
-    keep-alive, or spent, close); else its most recently idle HTTP/1.1 connection if within
-    the keep-alive (idle ones past it close); else a new connection."""
+    keep-alive, or spent, close); else its most recently idle HTTP/1.1 connection that is
+    within the keep-alive and quiet (idle ones past it, or not quiet, close); else a new
+    connection."""
     key = (asyncio.get_running_loop(), origin)
     now, shared = anyio.current_time(), _shared.get(key, [])
     for spent in [
@@ -98,16 +104,19 @@ async def take(origin: Origin, policy: HttpPolicy) -> Connection | Http2Connecti
         if multiplexed.usable:
             multiplexed.reused = True
             return multiplexed
-    idle = _idle.get(key)
-    if idle:
+    idle = _idle.get(key, [])
+    while idle:
         newest = idle.pop()
-        if anyio.current_time() - newest.idle_since <= policy.keepalive_s:
+        if anyio.current_time() - newest.idle_since > policy.keepalive_s:
+            expired = [newest, *idle]  # the others have been idle longer still
+            idle.clear()
+            for connection in expired:
+                await connection.aclose()
+        elif await _quiet(newest):
             newest.reused = True
             return newest
-        expired = [newest, *idle]  # the others have been idle longer still
-        idle.clear()
-        for connection in expired:
-            await connection.aclose()
+        else:
+            await newest.aclose()
     return await connect(origin, policy)
 
 
@@ -163,6 +172,62 @@ async def close_idle() -> None:
             for shared in _shared.pop(key):
                 if owner is loop:
                     await shared.aclose()
+
+
+async def _quiet(connection: Connection) -> bool:
+    """Nothing came on an idle connection since its last response: no byte and no end, neither
+    in the kernel's buffer (a poll that does not wait) nor in the stream's own (anyio's read
+    queue, TLS records already received). Where the stream's buffers cannot be looked at, a
+    receive of QUIET_CHECK_S hands over what they hold; bytes it takes are dropped with the
+    connection."""
+    from anyio.abc import SocketAttribute
+
+    sock = connection.stream.extra(SocketAttribute.raw_socket, None)
+    if sock is not None and _readable(sock):
+        return False
+    held = _holds_bytes(connection.stream)
+    if held is not None:
+        return not held
+    with anyio.move_on_after(QUIET_CHECK_S):
+        with suppress(*_RECEIVE_ERRORS):
+            await connection.stream.receive()
+        return False
+    return True
+
+
+def _holds_bytes(stream: ByteStream) -> bool | None:
+    """Whether the stream received bytes (or an end) not yet handed over: TLS's buffers, then
+    anyio's read queue of the socket under it (asyncio backend; anyio pauses a socket's reading
+    between receives, so nothing else can hold them). None where it cannot tell."""
+    from anyio.streams.tls import TLSStream
+
+    under: object = stream
+    if isinstance(stream, TLSStream):
+        ssl_object, incoming = (
+            getattr(stream, "_ssl_object", None),
+            getattr(stream, "_read_bio", None),
+        )
+        if ssl_object is None or incoming is None:
+            return None
+        if ssl_object.pending() or incoming.pending:
+            return True
+        under = stream.transport_stream
+    protocol = getattr(under, "_protocol", None)
+    queue = getattr(protocol, "read_queue", None)
+    if queue is None:
+        return None
+    return bool(queue) or bool(getattr(protocol, "is_at_eof", True))
+
+
+def _readable(sock: socket.socket) -> bool:
+    """The socket has bytes to read, an end or an error, now (no wait)."""
+    import select
+
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([sock], [], [], 0)[0])  # Windows: no poll
 
 
 def _negotiated(stream: ByteStream) -> str | None:

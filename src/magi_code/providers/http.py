@@ -8,16 +8,20 @@ It owns the mapping from HTTP outcomes to `ProviderError` codes:
     429                      -> rate_limited      (retried with backoff / Retry-After)
     5xx                      -> server_error      (retried)
     connect/read failure,
-    inactivity timeout       -> transport_failed  (retried)
+    inactivity timeout,
+    a stream with no event   -> transport_failed  (retried)
     bad UTF-8, oversize event-> malformed_stream  (retried)
+    2xx not an event stream  -> malformed_stream  (not retried: the base URL is wrong)
     4xx with a complete body
     naming context overflow  -> context_overflow
     other 4xx                -> refused
 
 A retry happens only before the first event was handed on: after that a retry would repeat
-output, so the error goes up with `retryable` set. It must never log or raise a response body,
-a credential, or a URL's query or user info. Requests go through `clients` (pooled
-connections per origin), imported only when the first request is made.
+output, so the error goes up with `retryable` set. No attempt starts, none waits for its
+head, and no retry waits for its first event, past the policy's `request_s` after the first
+attempt began. It must never log or raise a response body, a credential, or a URL's query
+or user info. Requests go through `clients` (pooled connections per origin), imported only
+when the first request is made.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from magi_code.providers.base import ProviderError, ProviderErrorCode
 from magi_code.providers.limits import (
     CONNECT_TIMEOUT_S,
     KEEPALIVE_S,
+    REQUEST_DEADLINE_S,
+    RESPONSE_HEAD_S,
     RETRY_ATTEMPTS,
     RETRY_BASE_DELAY_S,
     RETRY_MAX_DELAY_S,
@@ -56,6 +62,16 @@ _OVERFLOW_MARKERS = (
 )
 
 
+# What a 2xx answer that is no event stream says it is (its Content-Type's class), told to the
+# user in a fixed sentence: a wrong base URL most often (an API's index, a login page).
+_NOT_A_STREAM = {
+    "json": "The provider answered with JSON, not an event stream: check the base URL.",
+    "html": "The provider answered with HTML, not an event stream: check the base URL.",
+    "other": "The provider answered, but not with an event stream: check the base URL.",
+}
+_NO_EVENT = "The provider's answer ended before its first event."
+
+
 def default_is_overflow(body: str) -> bool:
     low = body.lower()
     return any(marker in low for marker in _OVERFLOW_MARKERS)
@@ -72,6 +88,8 @@ class HttpPolicy:
     base_delay_s: float = RETRY_BASE_DELAY_S
     max_delay_s: float = RETRY_MAX_DELAY_S
     connect_s: float = CONNECT_TIMEOUT_S
+    head_s: float = RESPONSE_HEAD_S
+    request_s: float = REQUEST_DEADLINE_S
     keepalive_s: float = KEEPALIVE_S
     sleep: Callable[[float], Awaitable[None]] = field(default=anyio.sleep)
     is_overflow: Callable[[str], bool] = field(default=default_is_overflow)
@@ -185,18 +203,28 @@ async def stream_sse(
     from magi_code.providers.clients import InvalidURL, TransportError, open_response
 
     attempt = 0
+    deadline = anyio.current_time() + policy.request_s
     while True:
         attempt += 1
         delivered = False
+        within_s = max(deadline - anyio.current_time(), 0.0)
         try:
-            async with open_response("POST", url, policy, headers, json=body) as response:
+            async with open_response(
+                "POST", url, policy, headers, json=body, within_s=within_s
+            ) as response:
                 if not 200 <= response.status < 300:
                     raise await _failed_status(response, policy)
+                not_a_stream = _not_an_event_stream(response.status, response.headers)
+                if not_a_stream is not None:
+                    raise _Failed(not_a_stream)
                 decoder = SSEDecoder()
-                async for chunk in response:
+                # A retry hands on its first event by the deadline; the first attempt's body has
+                # the inactivity bound alone (a slow model may keep its stream alive long).
+                bound = None if attempt == 1 else deadline
+                while (chunk := await _next_chunk(response, bound)) is not None:
                     batch = decoder.feed(chunk)
                     if batch:
-                        delivered = True
+                        delivered, bound = True, None
                         yield batch
                         if until():
                             await _drain(response)
@@ -208,8 +236,9 @@ async def stream_sse(
                 if delivered:
                     return
                 # No event at all is never a generation: the body was cut before its
-                # first event, which a retry may well get whole.
-                error, retry_after = ProviderError("transport_failed", retryable=True), None
+                # first event (or held comments only), which a retry may well get whole.
+                error = ProviderError("transport_failed", retryable=True, summary=_NO_EVENT)
+                retry_after = None
         except _Failed as failed:
             error, retry_after = failed.error, failed.retry_after
         except SSEError:
@@ -221,7 +250,36 @@ async def stream_sse(
         _diagnose(url, error, attempt)
         if delivered or not error.retryable or attempt >= policy.attempts:
             raise error
-        await policy.sleep(backoff_s(attempt, policy, retry_after))
+        delay = backoff_s(attempt, policy, retry_after)
+        if anyio.current_time() + delay >= deadline:
+            raise error  # the next attempt would start past the request's deadline
+        await policy.sleep(delay)
+
+
+async def _next_chunk(response: Response, deadline: float | None) -> bytes | None:
+    """The body's next bytes, None at its end; a `TransportError` if `deadline` passes first."""
+    from magi_code.providers.clients import TransportError
+
+    if deadline is None:
+        return await anext(response, None)
+    with anyio.move_on_after(deadline - anyio.current_time()):
+        return await anext(response, None)
+    raise TransportError("the request's deadline passed")
+
+
+def _not_an_event_stream(status: int, headers: Mapping[str, str]) -> ProviderError | None:
+    """The failure of a 2xx answer whose Content-Type names anything but an event stream;
+    None for an event stream, or an answer that names no type (read as one)."""
+    media = headers.get("content-type", "").partition(";")[0].strip(" \t").lower()
+    if not media or media == "text/event-stream":
+        return None
+    if media == "application/json" or media.endswith("+json"):
+        kind = "json"
+    elif media in ("text/html", "application/xhtml+xml"):
+        kind = "html"
+    else:
+        kind = "other"
+    return ProviderError("malformed_stream", status=status, summary=_NOT_A_STREAM[kind])
 
 
 async def _drain(chunks: AsyncIterator[bytes]) -> None:

@@ -2,14 +2,16 @@
 reader that turns the bytes of its response into the head, the body's data and the end.
 
 No sockets, no clock: bytes in, events or `ProtocolError` out. A response is untrusted input:
-its head (each skipped 1xx head alike), a chunk-size line and the trailer section are bounded
-(`limits`); body data is handed on as it comes, never buffered whole. A reader knows one
-exchange, and says whether its connection may carry the next one (`reusable`).
+its head (each skipped 1xx head alike, and how many 1xx heads come), a chunk-size line and the
+trailer section are bounded (`limits`); body data is handed on as it comes, never buffered
+whole. A reader knows one exchange, and says whether its connection may carry the next one
+(`reusable`): not if any byte it was fed follows its response's end (bytes that come later
+are the pool's to see: `connections.take`).
 """
 
 from __future__ import annotations
 
-from magi_code.providers.limits import CHUNK_LINE_BYTES, RESPONSE_HEAD_BYTES
+from magi_code.providers.limits import CHUNK_LINE_BYTES, INFORMATIONAL_HEADS, RESPONSE_HEAD_BYTES
 
 # RFC 9110's tchar: what a token (a method, a header name) is made of.
 _TCHAR = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -66,14 +68,16 @@ def request_bytes(method: str, target: str, headers: list[tuple[str, str]], body
 
 class ResponseReader:
     """The response to one request of `method`: fed with `receive`, read with `next_event`,
-    which gives a `Head` (after any 1xx other than 101, skipped), then the body's data as
-    `bytes` (all that the bytes received so far complete), then `END`; `NEED_DATA` whenever
-    it must be fed first. After a `ProtocolError` the reader is spent."""
+    which gives a `Head` (after at most `INFORMATIONAL_HEADS` 1xx heads other than 101,
+    skipped), then the body's data as `bytes` (all that the bytes received so far complete),
+    then `END`; `NEED_DATA` whenever it must be fed first. After a `ProtocolError` the reader
+    is spent."""
 
     __slots__ = (
         "_buffer",
         "_closed",
         "_error",
+        "_informational",
         "_keep_alive",
         "_left",
         "_no_body",
@@ -91,6 +95,7 @@ class ResponseReader:
         self._left = 0  # bytes of the body ("length") or of the chunk ("chunk-data") to come
         self._scan = 0  # where to look on for the end of an incomplete head or trailer section
         self._keep_alive = False
+        self._informational = 0  # 1xx heads skipped so far
         self._error: ProtocolError | None = None  # for the next call, after the data before it
 
     def receive(self, data: bytes) -> None:
@@ -138,6 +143,9 @@ class ResponseReader:
             if status >= 200:
                 self._frame(status, http11, headers)
                 return Head(status, headers)
+            self._informational += 1
+            if self._informational > INFORMATIONAL_HEADS:
+                raise ProtocolError("too many informational (1xx) responses")
         return None
 
     def _frame(self, status: int, http11: bool, headers: list[tuple[str, str]]) -> None:

@@ -5,8 +5,9 @@ There is no reader task: a request that waits for its response reads the socket 
 the connection's read lock, and hands on what belongs to other requests. Each stream's
 response data is acknowledged (its flow-control window given back) as its reader takes it, so
 a response nobody reads holds at most its window. A response's header list is bounded by
-`RESPONSE_HEAD_BYTES` as HTTP/2 sizes it (each field's name and value, plus 32); server push
-is refused.
+`RESPONSE_HEAD_BYTES` as HTTP/2 sizes it (each field's name and value, plus 32), the
+informational (1xx) heads before it by `INFORMATIONAL_HEADS`, and the wait for its head by
+the policy's `head_s` in total; server push is refused.
 
 A response closed before its end (abandoned, failed, cancelled) resets its own stream
 (RST_STREAM CANCEL): the connection goes on carrying the others. A write is never cut short
@@ -14,8 +15,9 @@ by a cancel (a half-written frame would break every stream), and is bounded by t
 `connect_s`. A connection the peer broke, closed or sent GOAWAY on takes no new request; a
 request the peer did not take up (its stream above the GOAWAY's last one, or a reused
 connection that died before the response began) fails as `Unprocessed`, worth one new
-connection; a stream the peer refused (REFUSED_STREAM) alike. Every failure is an `OSError`
-(h2 refusing a step included), for the client to classify.
+connection; a stream the peer refused (REFUSED_STREAM) alike. Every failure, before the head or
+while reading the body (a reset stream, a broken or closed connection, a frame h2 refuses, a
+timeout), is an `OSError` (h2 refusing a step included), for the client to classify.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from h2.errors import ErrorCodes
 from h2.events import (
     ConnectionTerminated,
     DataReceived,
+    InformationalResponseReceived,
     ResponseReceived,
     StreamEnded,
     StreamReset,
@@ -40,7 +43,7 @@ from h2.settings import SettingCodes, Settings
 
 from magi_code.providers.connections import Unprocessed
 from magi_code.providers.http1 import Head
-from magi_code.providers.limits import GOODBYE_S, RESPONSE_HEAD_BYTES
+from magi_code.providers.limits import GOODBYE_S, INFORMATIONAL_HEADS, RESPONSE_HEAD_BYTES
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
@@ -62,10 +65,11 @@ _CONNECTION_FIELDS = frozenset(
 class _Stream:
     """What one request's stream received so far."""
 
-    __slots__ = ("chunks", "ended", "failure", "head")
+    __slots__ = ("chunks", "ended", "failure", "head", "informational")
 
     def __init__(self) -> None:
         self.head: Head | None = None
+        self.informational = 0  # 1xx heads before the head
         self.chunks: deque[tuple[bytes, int]] = deque()  # data, its flow-controlled length
         self.ended = False
         self.failure: OSError | None = None
@@ -131,7 +135,7 @@ class Http2Connection:
             await self._flush(policy.connect_s)
             if body:
                 await self._send_body(stream_id, body, policy.connect_s)
-            await self._until(state, lambda: state.head is not None, policy.inactivity_s)
+            await self._until(state, lambda: state.head is not None, policy.head_s)
         except BaseException as exc:
             with suppress(OSError):  # what failed is told, not the reset after it
                 await self.finish(stream_id, state, policy.connect_s)
@@ -264,6 +268,10 @@ class Http2Connection:
                 state.head = _head(event.headers or [])
             except ValueError:
                 state.failure = ConnectionResetError("the response's :status is not a number")
+        elif isinstance(event, InformationalResponseReceived) and state is not None:
+            state.informational += 1
+            if state.informational > INFORMATIONAL_HEADS:
+                state.failure = ConnectionResetError("too many informational (1xx) responses")
         elif isinstance(event, DataReceived):
             length = event.flow_controlled_length or 0
             if state is not None:
@@ -304,8 +312,8 @@ class Http2Connection:
 
 
 class Http2Response:
-    """A response's status and headers (names lower-cased); iterating it gives the body's
-    bytes as they arrive, each wait bounded by the inactivity bound."""
+    """A response's head, and its body's bytes as they arrive (`next_chunk`), each wait
+    bounded by the inactivity bound; failures are `OSError`s."""
 
     def __init__(
         self,
@@ -315,19 +323,13 @@ class Http2Response:
         head: Head,
         policy: HttpPolicy,
     ) -> None:
-        self.status = head.status
-        self.headers = dict(head.headers)
+        self.head = head
         self._connection, self._stream_id, self._state = connection, stream_id, state
         self._inactivity_s, self._connect_s = policy.inactivity_s, policy.connect_s
 
-    def __aiter__(self) -> Http2Response:
-        return self
-
-    async def __anext__(self) -> bytes:
-        chunk = await self._connection.next_chunk(self._stream_id, self._state, self._inactivity_s)
-        if chunk is None:
-            raise StopAsyncIteration
-        return chunk
+    async def next_chunk(self) -> bytes | None:
+        """The body's next data, or None at its end."""
+        return await self._connection.next_chunk(self._stream_id, self._state, self._inactivity_s)
 
     async def aclose(self) -> None:
         """Reset the stream unless it ended; the connection carries on."""

@@ -12,11 +12,21 @@ RETRY_MAX_DELAY_S = 30.0  # also caps a server's Retry-After
 
 # Connecting and sending a request (not the response stream, which has the inactivity bound).
 CONNECT_TIMEOUT_S = 30.0
+# A response's whole head (any 1xx heads before it included), from the request's end: a total,
+# however its bytes are spaced. As long as one inactivity wait, since a local model's server
+# may send its head only with the first token.
+RESPONSE_HEAD_S = 180.0
+# A request with its retries: no attempt starts, none waits for its head, and no retry waits
+# for its first event later than this after the first attempt began. The first attempt's body
+# has the inactivity bound alone: a slow model may keep its stream alive with comments.
+REQUEST_DEADLINE_S = 240.0
 
 # A response's head: its status line, header lines and the blank line that ends them, however
 # the bytes arrive (httpcore2's allowance). Each 1xx head skipped before it is bounded alike,
 # and so is a chunked body's trailer section (its lines and the blank line).
 RESPONSE_HEAD_BYTES = 100 * 1024
+# Informational (1xx) heads skipped before a response's final head; one more is refused.
+INFORMATIONAL_HEADS = 8
 # One line of a chunked body that gives a chunk's size (its extensions and line end included).
 CHUNK_LINE_BYTES = 4096
 
@@ -43,6 +53,10 @@ STREAM_DRAIN_BYTES = 64 * 1024
 # and how many idle connections one origin keeps (more close the one idle longest).
 KEEPALIVE_S = 30.0
 IDLE_CONNECTIONS_PER_ORIGIN = 8
+# Taking an idle HTTP/1.1 connection whose stream's buffers cannot be looked at (not anyio's
+# asyncio socket or TLS stream): how long a receive may take to hand over bytes already
+# buffered on our side (then the connection is not quiet, and closes).
+QUIET_CHECK_S = 0.001
 # Closing an HTTP/2 connection: how long its GOAWAY may take to go out before the socket
 # closes without it.
 GOODBYE_S = 1.0

@@ -1,0 +1,192 @@
+"""Hostile provider servers seen end to end, through the real `magi-code exec` process and a
+local OpenAI Responses provider: an answer nobody asked for, left on the idle connection,
+never becomes the next model call's; an HTTP/2 stream reset in the middle of its body is
+retried while nothing was handed on, and otherwise ends the run with a `transport_failed`
+diagnostic, its session durable; a 200 answer in JSON says so."""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from magi_code.client import environment
+from providers.hostile_server import H2Peer, HostileServer, Peer
+
+EXEC = [str(Path(sys.executable).with_name("magi-code")), "exec"]
+SECRET = "sk-test-HOSTILE0123456789"
+
+
+def sse(*events: dict[str, Any]) -> bytes:
+    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+
+
+def delta(text: str) -> dict[str, Any]:
+    return {"type": "response.output_text.delta", "delta": text}
+
+
+COMPLETED = {"type": "response.completed", "response": {}}
+
+
+def reply(text: str) -> bytes:
+    return sse(delta(text), COMPLETED)
+
+
+def shell_call(command: str) -> bytes:
+    item = {
+        "type": "function_call",
+        "id": "fc1",
+        "call_id": "call1",
+        "name": "shell",
+        "arguments": json.dumps({"command": command}),
+    }
+    return sse({"type": "response.output_item.done", "item": item}, COMPLETED)
+
+
+def answer(body: bytes, content_type: bytes = b"text/event-stream") -> bytes:
+    return (
+        b"HTTP/1.1 200 OK\r\ncontent-type: " + content_type + b"\r\n"
+        b"content-length: %d\r\n\r\n" % len(body) + body
+    )
+
+
+def exec_against(
+    server: HostileServer, tmp_path: Path, *args: str, **env: str
+) -> subprocess.CompletedProcess[bytes]:
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    home.mkdir()
+    workspace.mkdir()
+    (home / "settings.toml").write_text(
+        'provider = "local"\nmodel = "m"\n[providers.local]\nwire_api = "openai-responses"\n'
+        f'base_url = "{server.url}/v1"\napi_key_env = "LOCAL_KEY"\nmodels = ["m"]\n'
+    )
+    return subprocess.run(
+        [*EXEC, *args, "look around"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        cwd=workspace,
+        env=environment(home, LOCAL_KEY=SECRET, **env),
+        timeout=60,
+    )
+
+
+def lines(stdout: bytes) -> list[dict[str, Any]]:
+    return [json.loads(raw) for raw in stdout.splitlines()]
+
+
+def trusting(certificate: tuple[Path, Path], tmp_path: Path) -> dict[str, str]:
+    """The child's environment: a `sitecustomize` that adds the test's certificate to the
+    trust roots the pool reads (OpenSSL's compiled-in CA file), in that process only."""
+    folder = tmp_path / "trust"
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(
+        "import ssl\n"
+        "_paths = ssl.get_default_verify_paths\n"
+        "def _with_the_test_certificate():\n"
+        f"    return _paths()._replace(openssl_cafile={str(certificate[0])!r})\n"
+        "ssl.get_default_verify_paths = _with_the_test_certificate\n"
+    )
+    return {"PYTHONPATH": str(folder)}
+
+
+def test_the_next_model_call_gets_its_own_answer_not_one_left_on_the_connection(
+    tmp_path: Path,
+) -> None:
+    """The first model call asks for a shell command that takes 0.5 s; 0.1 s after its
+    answer, the server sends an answer nobody asked for on the same connection."""
+
+    def handler(peer: Peer) -> None:
+        peer.request()
+        if peer.index > 0:
+            peer.send(answer(reply("FRESH")))
+            return
+        peer.send(answer(shell_call("sleep 0.5")))
+        time.sleep(0.1)
+        peer.send(answer(reply("STALE")))
+        while peer.request() is not None:
+            pass
+
+    with HostileServer(handler) as server:
+        done = exec_against(server, tmp_path, "--approval-mode", "full")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b"FRESH\n"
+    assert server.connections == 2 and not server.errors
+
+
+@pytest.fixture
+def h2_exec(certificate: tuple[Path, Path], tmp_path: Path) -> dict[str, str]:
+    return trusting(certificate, tmp_path)
+
+
+def resetting(sent: bytes) -> Any:
+    def handler(peer: H2Peer) -> None:
+        while (stream_id := peer.request()) is not None:
+            peer.respond(stream_id)
+            if peer.server.requests > 1:
+                peer.data(stream_id, reply("RETRIED"), end=True)
+                continue
+            peer.data(stream_id, sent)
+            time.sleep(0.3)  # handed on before the reset
+            peer.reset(stream_id)
+        peer.drain()
+
+    return handler
+
+
+def test_an_http2_reset_before_any_event_is_retried(
+    certificate: tuple[Path, Path], h2_exec: dict[str, str], tmp_path: Path
+) -> None:
+    first_half = reply("LOST")[:20]
+    with HostileServer(resetting(first_half), certificate, h2=True) as server:
+        done = exec_against(server, tmp_path, "--json", **h2_exec)
+    assert done.returncode == 0, done.stderr
+    finished = lines(done.stdout)[-1]
+    assert finished["event"] == "run.finished"
+    assert (finished["data"]["outcome"], finished["data"]["persistence"]) == (
+        "completed",
+        "durable",
+    )
+    assert b"RETRIED" in done.stdout and b"LOST" not in done.stdout
+    assert (server.connections, server.requests) == (1, 2) and not server.errors
+
+
+def test_an_http2_reset_after_an_event_is_a_transport_failure_told_and_durable(
+    certificate: tuple[Path, Path], h2_exec: dict[str, str], tmp_path: Path
+) -> None:
+    with HostileServer(resetting(sse(delta("PARTIAL"))), certificate, h2=True) as server:
+        done = exec_against(server, tmp_path, "--json", MC_DEBUG_STDERR="1", **h2_exec)
+    assert done.returncode == 1
+    assert b"Traceback" not in done.stderr, "no exception was absorbed on the way"
+    assert SECRET.encode() not in done.stdout + done.stderr
+    said = lines(done.stdout)
+    events = [line["event"] for line in said]
+    assert events[-2:] == ["diagnostic", "run.finished"], events
+    diagnostic, finished = said[-2]["data"], said[-1]["data"]
+    assert diagnostic["code"] == "transport_failed"
+    assert (finished["outcome"], finished["persistence"]) == ("failed", "durable")
+    assert b"PARTIAL" in done.stdout
+    assert server.requests == 1, "output was handed on: no retry would repeat it"
+
+
+def test_a_json_answer_is_told_as_json_at_once(tmp_path: Path) -> None:
+    def handler(peer: Peer) -> None:
+        while peer.request() is not None:
+            peer.send(answer(b'{"object": "list", "data": []}', b"application/json"))
+
+    with HostileServer(handler) as server:
+        started = time.monotonic()
+        done = exec_against(server, tmp_path, "--json")
+        elapsed = time.monotonic() - started
+    said = lines(done.stdout)
+    (diagnostic,) = [line["data"] for line in said if line["event"] == "diagnostic"]
+    assert diagnostic == {
+        **diagnostic,
+        "code": "malformed_stream",
+        "summary": "The provider answered with JSON, not an event stream: "
+        "check the base URL. (HTTP 200)",
+    }
+    assert b'"object"' not in done.stdout + done.stderr
+    assert server.requests == 1 and elapsed < 20
