@@ -50,8 +50,9 @@ build: $(STAMP)
 	rm -rf dist
 	$(BIN)/python -m build --outdir dist .
 
-# Decoder fuzz targets (fuzz/targets.py) under atheris, FUZZ_SECONDS each; inputs that found
-# something land in fuzz/findings/. `make test` runs a few seconds of each without atheris.
+# Fuzz targets (fuzz/targets.py: the decoders, and what hostile servers and clients send) under
+# atheris, FUZZ_SECONDS each; inputs that found something land in fuzz/findings/. `make test`
+# runs a second of each without atheris.
 FUZZ_SECONDS ?= 60
 fuzz: $(STAMP)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[fuzz]'

@@ -10,6 +10,9 @@ asserts the result is one the decoder documents; any other exception is a findin
                                         a session code; every valid record replays
     settings   config/settings.py       a dict or SettingsError from read_toml, None or
                                         SettingsError from validate
+
+`TARGETS` adds the hostile-server targets (fuzz/hostile.py: HTTP/1.1 and HTTP/2 responses,
+ACP lines) to these.
 """
 
 import contextlib
@@ -17,9 +20,10 @@ import json
 import os
 import struct
 import tempfile
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
+from fuzz import hostile
+from fuzz.harness import Target, split
 from magi_code.config import settings
 from magi_code.local_agent import envelope, framing
 from magi_code.providers import sse
@@ -35,21 +39,6 @@ SSE_LIMIT = 256
 ENVELOPE_CODES = frozenset(
     {"invalid_frame", "invalid_request", "protocol_mismatch", "invalid_params"}
 )
-
-
-class Target(NamedTuple):
-    run: Callable[[bytes], None]
-    seeds: list[bytes]
-
-
-def split(data: bytes) -> tuple[bytes, list[bytes]]:
-    """(body, chunks): the first byte picks a chunk size (1-16, or all at once for 0)."""
-    if not data:
-        return b"", []
-    size, body = data[0] % 17, data[1:]
-    if size == 0:
-        return body, [body]
-    return body, [body[i : i + size] for i in range(0, len(body), size)]
 
 
 # ---- frame ---------------------------------------------------------------------------------
@@ -189,7 +178,7 @@ SESSION_RECORDS: list[dict[str, Any]] = [
 ]
 SESSION_SEED = b"".join(map(_line, SESSION_RECORDS))
 
-TARGETS: dict[str, Target] = {
+DECODERS: dict[str, Target] = {
     "frame": Target(
         fuzz_frame, [b"\x05" + b'{"a":1}\n' * 3, b"\x00" + b"x" * 70 + b"\n", b"\x03ab"]
     ),
@@ -229,3 +218,5 @@ TARGETS: dict[str, Target] = {
         ],
     ),
 }
+
+TARGETS: dict[str, Target] = {**DECODERS, **hostile.TARGETS}
