@@ -333,6 +333,12 @@ def start(options: Options, prompt: str, out: Output) -> int:
         admitted = admit(os.getcwd(), env, agent=options.agent)
     except StartupError as failed:
         return startup_failed(failed)
+    except Exception:  # noqa: BLE001 - a bug in startup: said in one line, never a traceback
+        from magi_code import debug
+
+        debug.absorbed("exec startup")
+        say("startup failed: startup_failed: an internal error (MC_DEBUG_STDERR=1 shows it)")
+        return EXIT_USAGE
     for dropped in admitted.dropped:
         say(dropped.warning())
     for notice in admitted.notices:
@@ -345,11 +351,16 @@ def start(options: Options, prompt: str, out: Output) -> int:
 
 
 def startup_failed(failed: StartupError) -> int:
+    """Say the code, the settings key at fault (SettingsError's fixed phrase) or the detail,
+    and what to do."""
     from magi_code.config import paths
+    from magi_code.config.settings import SettingsError
 
     home = paths.resolve_home(os.environ)
     hint = STARTUP_HINTS.get(failed.code, "").format(settings=paths.Paths(home).settings, home=home)
-    said = "; ".join(part for part in (hint, failed.detail) if part)
+    cause = failed.__cause__
+    detail = failed.detail or (str(cause) if isinstance(cause, SettingsError) else None)
+    said = "; ".join(part for part in (hint, detail) if part)
     say(f"startup failed: {failed.code}: {said or 'see the settings'}")
     return EXIT_USAGE
 

@@ -19,7 +19,7 @@ ROWS: list[tuple[str, str, tuple[str, ...], str, str]] = [
     ('thinking = "high"', "thinking", ("thinking",), KEPT, KEPT),
     ('agent = "default"', "agent", ("agent",), KEPT, KEPT),
     ('instructions = ["/etc/hostname"]', "instructions", ("instructions",), DROPPED, KEPT),
-    ("hooks = { x = 1 }", "hooks", ("hooks",), DROPPED, KEPT),
+    ("hooks = { x = [] }", "hooks", ("hooks",), DROPPED, KEPT),
     ("code_mode = true", "code_mode", ("code_mode",), DROPPED, KEPT),
     ('[permissions.code_mode]\ndefault_write = "allow"', "permissions.code_mode.default_write",
      ("permissions", "code_mode", "default_write"), DROPPED, KEPT),

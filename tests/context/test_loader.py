@@ -281,8 +281,10 @@ def test_bad_disabled_shapes_are_configuration_errors(tmp_path: Path) -> None:
     home.mkdir()
     for text in ('[skills]\ndisabled = "pdf"', "[agents]\ndisabled = [1]", "skills = 3"):
         (home / "settings.toml").write_text(text + "\n")
-        with pytest.raises(loader.ContextSettingsError):
+        # the settings' own type check (config/schema.py) refuses them first
+        with pytest.raises((settings.SettingsError, loader.ContextSettingsError)) as refused:
             load(home, tmp_path)
+        assert refused.value.code == "configuration_invalid"
 
 
 def test_same_file_is_told_once(tmp_path: Path) -> None:

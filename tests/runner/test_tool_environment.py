@@ -247,7 +247,7 @@ def test_env_keep_comes_from_the_global_settings_only(tmp_path: Path) -> None:
     for trusted in (False, True):
         listed = f'trusted_projects = ["{work}"]\n' if trusted else ""
         (home / "settings.toml").write_text(
-            f'[permissions]\n{listed}[shell]\nenv_keep = ["GLOBAL_*", 7]\n'
+            f'[permissions]\n{listed}[shell]\nenv_keep = ["GLOBAL_*", "BAD NAME"]\n'
         )
         admitted = admit(str(work), env)
         assert tool_env(admitted) == {"MC_HOME": str(home), "GLOBAL_ONE": "g"}

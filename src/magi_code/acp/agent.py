@@ -106,6 +106,11 @@ class MagiAgent:
             admitted = await anyio.to_thread.run_sync(admit, canonical, dict(os.environ))
         except StartupError as failed:
             raise failure(failed.code) from None
+        except Exception:  # noqa: BLE001 - a bug in startup: its text never reaches the client
+            from magi_code import debug
+
+            debug.absorbed("acp startup")
+            raise failure("startup_failed") from None
         for dropped in admitted.dropped:
             print(f"magi-code acp: {dropped.warning()}", file=sys.stderr)
         for notice in admitted.notices:

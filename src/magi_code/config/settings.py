@@ -7,7 +7,8 @@ config/trust.py; the keys it may not set are dropped and reported, never fatal. 
 never stops startup: in an untrusted folder a project file that cannot be used at all (it does
 not parse, is not UTF-8, nests too deeply, is not a regular file, cannot be read) is ignored
 whole and reported the same way, with the line and column at fault; a trusted project's file
-and the global file fail as ever.
+and the global file fail as ever. A value of the wrong type (config/schema.py has every known
+key's) is a `SettingsError` naming the key; an untrusted project's is dropped (config/trust.py).
 Loading reads files and never writes them. Errors are `SettingsError` with no file content;
 a file nested deeper than SETTINGS_DEPTH is one (and so never reaches recursive code).
 """
@@ -18,7 +19,7 @@ import os
 from collections.abc import Mapping
 
 from magi_code import cache
-from magi_code.config import ConfigError
+from magi_code.config import ConfigError, schema
 from magi_code.limits import SETTINGS_DEPTH, SETTINGS_SETTLED_NS
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
@@ -267,38 +268,23 @@ def load_layers(
 
 
 def base_layers(global_settings: Mapping[str, Any]) -> dict[str, Any]:
-    """Defaults, presets and the global settings: what no project file has touched."""
-    validate_trusted_projects(global_settings)
+    """Defaults, presets and the global settings: what no project file has touched. A value
+    of the wrong type in the global file fails here, whatever a project file says."""
     base = merge(DEFAULTS, global_settings)
-    if not isinstance(base.get("providers"), Mapping):
-        raise SettingsError("providers must be a table of tables")
+    check_types(base)
     return base
 
 
-def validate_trusted_projects(global_settings: Mapping[str, Any]) -> None:
-    table = global_settings.get("permissions", {})
-    listed = table.get("trusted_projects", []) if isinstance(table, Mapping) else []
-    if not isinstance(listed, list) or not all(isinstance(p, str) for p in listed):
-        raise SettingsError("permissions.trusted_projects must be a list of paths")
+def check_types(settings: Mapping[str, Any]) -> None:
+    """Every known key's value has its type (config/schema.py), or SettingsError names it."""
+    found = schema.fault(settings)
+    if found is not None:
+        path, wanted = found
+        raise SettingsError(f"{schema.shown(path)} must be {wanted}")
 
 
 def validate(settings: Mapping[str, Any]) -> None:
-    for key in ("provider", "model", "agent"):
-        if not isinstance(settings.get(key), str) or not settings[key]:
-            raise SettingsError(f"{key} must be a non-empty string")
-    if settings.get("thinking") is not None and not isinstance(settings["thinking"], str):
-        raise SettingsError("thinking must be a string")
-    providers = settings.get("providers")
-    if not isinstance(providers, Mapping) or not all(
-        isinstance(conf, Mapping) for conf in providers.values()
-    ):
-        raise SettingsError("providers must be a table of tables")
-    if settings["provider"] not in providers:
+    """The merged settings: every type, and a selected provider that is configured."""
+    check_types(settings)
+    if settings["provider"] not in settings["providers"]:
         raise SettingsError("the selected provider is not configured")
-    instructions = settings.get("instructions", [])
-    if not isinstance(instructions, list) or not all(isinstance(p, str) for p in instructions):
-        raise SettingsError("instructions must be a list of paths")
-    sessions = settings.get("sessions", {})
-    days = sessions.get("retention_days", 0) if isinstance(sessions, Mapping) else None
-    if isinstance(days, bool) or not isinstance(days, int) or days < 0:
-        raise SettingsError("sessions.retention_days must be a whole number of days, 0 or more")

@@ -42,11 +42,12 @@ Project locations read only in a trusted workspace: PROJECT_LOCATIONS.
 
 A key its file may not set is dropped and named in the result (`Dropped`), so a face can warn;
 dropping never fails startup. Untrusted input never stops startup either: in an untrusted
-folder a value that startup would refuse (a rule of a bad shape or decision, a `thinking` that
-is no string, a bad `[sandbox]` value, ...) is dropped the same way, its reason `INVALID`
-(settings.load_layers drops a project file that does not parse whole, naming the position). A
-trusted project keeps such a value, and startup refuses it as it refuses the global file's
-(but a bad `[sandbox]` value, dropped as (5) says, trusted or not).
+folder a value that startup would refuse (a rule of a bad shape or decision, a value of the
+wrong type for its key (config/schema.py), a bad `[sandbox]` value, ...) is dropped the same
+way, its reason `INVALID` (settings.load_layers drops a project file that does not parse
+whole, naming the position). A trusted project keeps such a value, and startup refuses it as
+it refuses the global file's (but a bad `[sandbox]` or `[melchior]` value, dropped as (4) and
+(5) say, trusted or not).
 Dictionaries in, dictionaries out: no file is read here but by `project_definitions`, which
 says so (paths are canonicalised with realpath). For colleagues: `is_trusted` (and
 `settings.trusted_for`, which reads the global file) answer for any folder; `Admitted.trusted`
@@ -57,6 +58,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+
+from magi_code.config import schema
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:
@@ -99,7 +102,6 @@ KNOWN_PROVIDER = {"models": ALWAYS, "discover": ALWAYS, "context_window": ALWAYS
 KNOWN_PROVIDER_FIXED = frozenset({"base_url", "wire_api"})  # where the user sends credentials
 DEFAULT_DECISIONS = {"default_read": "allow", "default_write": "ask", "default_shell": "ask"}
 STRICTNESS = ("allow", "ask", "deny")
-TYPED = {"provider": "name", "model": "name", "agent": "name", "thinking": "string"}
 INVALID = "not valid"  # the reason of a value dropped because startup would refuse it
 # Project locations (under <cwd>/.magi-code/) that only a trusted workspace reads.
 PROJECT_LOCATIONS = ("settings.toml", "agents", "skills", "hooks", "mcp.json")
@@ -125,7 +127,8 @@ class Dropped:
 
     def warning(self) -> str:
         why = "this folder is not trusted" if self.needs_trust else "only global settings may"
-        what = f"{self.key} from {self.file}" if self.key else self.file
+        key = "".join(c if c.isprintable() else "?" for c in self.key)  # the file's own text
+        what = f"{key} from {self.file}" if key else self.file
         return f"ignored {what} ({self.reason or why})"
 
 
@@ -175,23 +178,25 @@ def admit_project(
         if key == "permissions" and isinstance(value, Mapping):
             _permissions(value, base.get("permissions"), trusted, kept, (dropped, invalid))
         elif key == "providers" and isinstance(value, Mapping):
-            _providers(value, base.get("providers"), trusted, kept, dropped)
+            _providers(value, base.get("providers"), trusted, kept, (dropped, invalid))
         elif key == "melchior" and isinstance(value, Mapping):
-            _melchior(value, base.get("melchior"), kept, dropped)
+            _melchior(value, base.get("melchior"), kept, (dropped, invalid))
         elif key == "sandbox" and isinstance(value, Mapping):
             _sandbox(value, base.get("sandbox"), kept, (dropped, invalid))
         elif key in ("mcp", "sessions") and isinstance(value, Mapping):
             _table(key, value, MCP if key == "mcp" else SESSIONS, trusted, kept, dropped)
             if key == "mcp" and isinstance(kept.get("mcp", {}).get("servers"), Mapping):
                 kept["mcp"]["servers"] = _mcp_servers(kept["mcp"]["servers"], dropped)
-        elif key in TYPED and not trusted and not _typed(TYPED[key], value):
+        elif _table_expected(key, trusted):
             _invalid((dropped, invalid), key)
         elif _allowed(TOP_LEVEL.get(key, TRUSTED), trusted):
             kept[key] = value
         else:
             dropped.append(key)
+    if not trusted:
+        _wrong_types(kept, (dropped, invalid))
     selected = kept.get("provider")
-    if isinstance(selected, str) and selected not in _provider_ids(base, kept):
+    if isinstance(selected, str) and selected and selected not in _provider_ids(base, kept):
         del kept["provider"]  # (a provider of another type stays, for validation to report)
         dropped.append("provider")
     if trusted:
@@ -211,9 +216,25 @@ def _invalid(drops: Drops, key: str) -> None:
     dropped.append(key)
 
 
-def _typed(kind: str, value: object) -> bool:
-    """What settings.validate asks of a top-level key: a name is a non-empty string."""
-    return isinstance(value, str) and (kind != "name" or bool(value))
+def _table_expected(key: str, trusted: bool) -> bool:
+    """Whether a value that is no table is dropped as not valid: where a project may set part
+    of the table, `[melchior]` and `[sandbox]` (trusted or not) and `[permissions]` and
+    `[providers]` (untrusted; a trusted project's goes on, for validation to refuse)."""
+    return key in ("melchior", "sandbox") or (key in ("permissions", "providers") and not trusted)
+
+
+def _wrong_types(kept: dict[str, Any], drops: Drops) -> None:
+    """Drop as not valid each value of the wrong type (config/schema.py) in what was kept: a
+    list with an item of the wrong type goes whole."""
+    while (found := schema.fault(kept)) is not None:
+        path = found[0]
+        cut = next((i for i, part in enumerate(path) if isinstance(part, int)), len(path))
+        keys = [part for part in path[:cut] if isinstance(part, str)]
+        node: Any = kept
+        for key in keys[:-1]:
+            node = node[key]
+        del node[keys[-1]]
+        _invalid(drops, ".".join(keys))
 
 
 def _allowed(rule: str, trusted: bool) -> bool:
@@ -294,23 +315,26 @@ def _permission_table(
                 _invalid(drops, f"{name}.{key}")
             if len(narrowing) != len(value):
                 dropped.append(f"{name}.{key}")
-    if "project_rules" in out and isinstance(base_table.get("project_rules"), list):
-        out["project_rules"] = [*base_table["project_rules"], *out["project_rules"]]
+    rules = out.get("project_rules")  # (a trusted project's may be of any type: validated later)
+    if isinstance(rules, list) and isinstance(base_table.get("project_rules"), list):
+        out["project_rules"] = [*base_table["project_rules"], *rules]
     return out
 
 
 TALKS = ("instance", "run", "project")  # melchior's walls, narrowest first
 
 
-def _melchior(
-    table: Mapping[str, Any], base: object, kept: dict[str, Any], dropped: list[str]
-) -> None:
-    """A project may narrow melchior's `talk`, trusted or not, and set nothing else there."""
+def _melchior(table: Mapping[str, Any], base: object, kept: dict[str, Any], drops: Drops) -> None:
+    """A project may narrow melchior's `talk`, trusted or not, and set nothing else there; a
+    `talk` that is none of TALKS is dropped as not valid."""
+    dropped = drops[0]
     base_talk = base.get("talk") if isinstance(base, Mapping) else None
     ceiling = TALKS.index(base_talk) if base_talk in TALKS else 0
     out = {}
     for key, value in table.items():
-        if key == "talk" and value in TALKS and TALKS.index(value) <= ceiling:
+        if key == "talk" and value not in TALKS:
+            _invalid(drops, "melchior.talk")
+        elif key == "talk" and TALKS.index(value) <= ceiling:
             out[key] = value
         else:
             dropped.append(f"melchior.{key}")
@@ -393,16 +417,17 @@ def _valid_rule(rule: object) -> bool:
 
 
 def _providers(
-    table: Mapping[str, Any], base: object, trusted: bool, kept: dict[str, Any], dropped: list[str]
+    table: Mapping[str, Any], base: object, trusted: bool, kept: dict[str, Any], drops: Drops
 ) -> None:
+    dropped = drops[0]
     known = base if isinstance(base, Mapping) else {}
     out: dict[str, Any] = {}
     for provider_id, conf in table.items():
         if not isinstance(conf, Mapping):
-            if trusted and provider_id not in known:
+            if trusted:
                 out[provider_id] = conf  # a bad shape, for validation to report
             else:
-                dropped.append(f"providers.{provider_id}")
+                _invalid(drops, f"providers.{provider_id}")
             continue
         keep = {}
         for key, value in conf.items():

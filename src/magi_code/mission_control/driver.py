@@ -112,6 +112,12 @@ def startup(cwd: str, env: Mapping[str, str], agent: str | None = None) -> tuple
         cause = failed.__cause__
         detail = failed.detail or (str(cause) if isinstance(cause, SettingsError) else "")
         raise LaunchError(failed.code, detail) from None
+    except Exception:  # noqa: BLE001 - a bug in startup: said in one line, never a traceback
+        from magi_code import debug
+
+        debug.absorbed("mission control startup")
+        detail = "an internal error (MC_DEBUG_STDERR=1 shows it)"
+        raise LaunchError("startup_failed", detail) from None
     pruned = auto_prune(admitted.paths.home, admitted.settings, time.time_ns())
     return admitted, len(pruned)
 

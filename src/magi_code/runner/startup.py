@@ -219,11 +219,13 @@ def delegated(env: Mapping[str, str]) -> tuple[str | None, bool]:
 
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past the parser's stack
         raise StartupError("configuration_invalid") from None
     given = parse(value)
+    if given is None:  # not an object, or a malformed one
+        raise StartupError("configuration_invalid")
     profile = value.get("profile", "general")
-    if given is None or not isinstance(profile, str) or not profile:
+    if not isinstance(profile, str) or not profile:
         raise StartupError("configuration_invalid")
     return profile, given.trusted
 
