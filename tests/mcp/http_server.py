@@ -26,6 +26,7 @@ def main() -> None:
     folder, oauth = Path(sys.argv[1]), sys.argv[2:] == ["oauth"]
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
+    sock.listen()  # before `port` is written: a client may connect at once
     port = sock.getsockname()[1]
     base = f"http://127.0.0.1:{port}"
     (folder / "pid").write_text(str(os.getpid()))

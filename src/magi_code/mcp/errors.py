@@ -1,10 +1,19 @@
-"""The closed set of MCP startup failures, as protocol startup codes. No text, no paths."""
+"""The closed sets of MCP failures: startup's, as protocol startup codes, and a tool call's
+(`McpCallFailure`, which the model is told in words of our own). No text, no paths."""
 
 from typing import Literal
 
 from magi_code.errors import MagiError
 
 McpStartupCode = Literal["mcp_unavailable", "startup_cancelled"]
+
+# Why a tool call has no result: no_result (an error answer, the timeout, the connection
+# closed); over HTTP, too_large (an answer over MESSAGE_BYTES), compressed (a compressed
+# answer), malformed (bad HTTP framing), unreachable (the connection failed), session_lost
+# (the server lost our session and a new one could not be opened).
+McpCallFailure = Literal[
+    "no_result", "too_large", "compressed", "malformed", "unreachable", "session_lost"
+]
 
 
 class McpStartupError(MagiError):

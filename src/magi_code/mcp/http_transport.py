@@ -8,19 +8,24 @@ Rules:
   a 401 from a server we have no login for marks it as needing one. Startup never prompts.
 - The SDK's client context owns the HTTP session: leaving it in order sends the DELETE that
   ends the session, so the owner leaves it in order (manager.py), never by a bare cancel.
+- Every answer goes through http_answers.py (bounded at MESSAGE_BYTES, never decompressed,
+  a failed exchange failing its call only), on a direct connection or through the proxies
+  the environment names, as httpx2 would choose them.
 """
 
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 
 import httpx2
+from httpx2._utils import get_environment_proxies
 from mcp.client._transport import TransportStreams
 from mcp.client.streamable_http import streamable_http_client
 
 from magi_code.config.credentials import CredentialStore
 from magi_code.mcp.definitions import ENV_PREFIX, ServerDef
 from magi_code.mcp.errors import McpUnavailable
-from magi_code.mcp.limits import CALL_TIMEOUT_S, HTTP_TIMEOUT_S
+from magi_code.mcp.http_answers import BoundedTransport
+from magi_code.mcp.limits import CALL_TIMEOUT_S, HTTP_TIMEOUT_S, MESSAGE_BYTES
 from magi_code.mcp.oauth import startup_auth
 
 
@@ -62,11 +67,22 @@ def http_client(
             on_login_needed()
 
     return httpx2.AsyncClient(
-        headers=headers,
+        headers={**headers, "Accept-Encoding": "identity"},
         auth=auth,
         timeout=httpx2.Timeout(HTTP_TIMEOUT_S, read=CALL_TIMEOUT_S),
         event_hooks={"response": [on_response]},
+        transport=BoundedTransport(httpx2.AsyncHTTPTransport()),
+        mounts=proxy_mounts(),
     )
+
+
+def proxy_mounts() -> dict[str, httpx2.AsyncBaseTransport | None]:
+    """The environment's proxies (HTTP_PROXY, NO_PROXY, ...), each behind BoundedTransport:
+    httpx2 reads them itself only for a client without a transport of its own."""
+    return {
+        pattern: None if proxy is None else BoundedTransport(httpx2.AsyncHTTPTransport(proxy=proxy))
+        for pattern, proxy in get_environment_proxies().items()
+    }
 
 
 @asynccontextmanager
@@ -80,6 +96,8 @@ async def open_http(
     assert server.url is not None
     async with (
         http_client(server, env, credentials, on_login_needed, login) as client,
-        streamable_http_client(server.url, http_client=client) as streams,
+        streamable_http_client(
+            server.url, http_client=client, max_sse_event_size=MESSAGE_BYTES
+        ) as streams,
     ):
         yield streams

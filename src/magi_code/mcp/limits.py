@@ -8,7 +8,8 @@ TOOLS_PER_SERVER = 512  # a server listing more fails startup
 # A turn's tool list waits at most this long for a re-list announced by a server.
 RELIST_WAIT_S = 2.0
 
-# One JSON-RPC message from a server (one stdout line, LF excluded); a longer line ends it.
+# One JSON-RPC message from a server: one stdout line (LF excluded), a longer line ending the
+# connection; over HTTP one answer body or one server-sent event, a larger one failing its call.
 MESSAGE_BYTES = 16 * 1024 * 1024
 
 # Streamable HTTP: connect, write and pool timeouts of one request (reads wait CALL_TIMEOUT_S,

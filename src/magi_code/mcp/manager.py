@@ -19,9 +19,16 @@ Rules:
   no capability is declared).
 - The SDK logs server text (error bodies, a token endpoint's answer): its loggers end here,
   never on stderr, which `serve --stdio` keeps free of diagnostics.
-- Tool calls are tasks of the manager's loop too, giving the server's raw result; a caller on
-  another loop awaits them through a future it cancels on its own cancellation, and makes the
-  model's view of the result (`tool.McpTool.run`). The manager knows nothing of tools.
+- Tool calls are tasks of the manager's loop too, giving the server's raw result or why there
+  is none (errors.McpCallFailure); a caller on another loop awaits them through a future it
+  cancels on its own cancellation, and makes the model's view of the result
+  (`tool.McpTool.run`). The manager knows nothing of tools.
+- An HTTP session is opened again when lost after startup, the way the streamable-HTTP spec
+  says: a call whose server answered 404 to our session (http_answers.py notes it) asks the
+  owner for a new one (it leaves the old within CLOSE_S, connects, initializes and lists
+  within CONNECT_S) and is tried once more on it; a call finding the session gone (the
+  transport failed, or the last renewal did) asks for one the same way. A failed exchange
+  alone fails only its call (http_answers.py). A stdio server that ends stays ended.
 """
 
 import concurrent.futures
@@ -46,7 +53,7 @@ from mcp.shared.exceptions import MCPError
 from magi_code.config.credentials import CredentialStore
 from magi_code.config.own_commands import resolved_program, working_folder
 from magi_code.mcp.definitions import ServerDef, parse_servers, require_approved
-from magi_code.mcp.errors import McpCancelled, McpLoginRequired, McpUnavailable
+from magi_code.mcp.errors import McpCallFailure, McpCancelled, McpLoginRequired, McpUnavailable
 from magi_code.mcp.limits import (
     CALL_TIMEOUT_S,
     CANCEL_POLL_S,
@@ -72,13 +79,15 @@ _SDK_LOGGER.propagate = False
 class Connection:
     server: ServerDef
     pid: int | None = None
-    session: ClientSession | None = None
+    session: ClientSession | None = None  # the session calls use; None while there is none
     tools: list[mcp_types.Tool] = field(default_factory=list)
     needs_login: bool = False
     # Touched only in the manager's loop:
-    scope: anyio.CancelScope | None = None
-    stop: anyio.Event | None = None  # set: leave the session in order
+    scope: anyio.CancelScope | None = None  # the current session's (its deadline to connect)
+    stop: anyio.Event | None = None  # set: leave the current session in order
     changed: anyio.Event | None = None  # set: the server announced a new tool list
+    wanted: anyio.Event | None = None  # set: a call wants a new HTTP session
+    renewal: anyio.Event | None = None  # set when the next attempt at one ends, however
     stopping: bool = False
     ready: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
@@ -189,9 +198,9 @@ class McpManager:
 
     def submit(
         self, server: str, tool: str, arguments: dict[str, Any]
-    ) -> "concurrent.futures.Future[mcp_types.CallToolResult | None]":
-        """Start one tools/call on the manager's loop; its result, or None for none (an error,
-        the timeout, the session gone). RuntimeError once the manager is closed."""
+    ) -> "concurrent.futures.Future[mcp_types.CallToolResult | McpCallFailure]":
+        """Start one tools/call on the manager's loop; its result, or why there is none.
+        RuntimeError once the manager is closed."""
         portal = self.portal
         if portal is None:
             raise RuntimeError("closed")
@@ -217,11 +226,39 @@ class McpManager:
 
     async def _own(self, connection: Connection, connect_s: float) -> None:
         try:
-            with anyio.CancelScope(deadline=anyio.current_time() + connect_s) as scope:
-                connection.scope, connection.stop = scope, anyio.Event()
-                connection.changed = anyio.Event()
+            connection.changed, connection.wanted = anyio.Event(), anyio.Event()
+            connection.renewal = anyio.Event()
+            try:
+                await self._session(connection, connect_s)
+            except Exception:
+                if not connection.ready.is_set():
+                    raise  # startup failed
+            # An HTTP session lost after startup is opened again when a call asks for one.
+            while connection.ready.is_set() and connection.server.url is not None:
+                await connection.wanted.wait()
                 if connection.stopping:
                     return
+                connection.wanted = anyio.Event()
+                with contextlib.suppress(Exception):  # no session: the next call asks again
+                    await self._session(connection, CONNECT_S)
+        finally:
+            connection.session = None
+            connection.listed.set()
+            connection.done.set()
+            if connection.renewal is not None:
+                connection.renewal.set()
+            self._changed.set()
+
+    async def _session(self, connection: Connection, connect_s: float) -> None:
+        """Open the transport, initialize and list the tools within `connect_s`, then hold the
+        session for calls until told to leave it (`stop`). The calls waiting for a session
+        (`renewal`) are woken once it is open, or once it failed to open."""
+        opened = False
+        with anyio.CancelScope(deadline=anyio.current_time() + connect_s) as scope:
+            connection.scope = scope
+            if connection.stopping:
+                return
+            try:
                 async with (
                     self._transport(connection) as (read, write),
                     ClientSession(
@@ -233,8 +270,11 @@ class McpManager:
                 ):
                     await session.initialize()
                     connection.tools = await list_tools(session)
-                    connection.session = session
                     scope.deadline = math.inf
+                    connection.session, connection.stop = session, anyio.Event()
+                    connection.wanted = anyio.Event()  # a call that asked is served by this one
+                    opened = True
+                    self._renewal_ended(connection)
                     connection.listed.set()
                     connection.ready.set()
                     self._changed.set()
@@ -242,12 +282,18 @@ class McpManager:
                         group.start_soon(self._relist, connection, session)
                         await connection.stop.wait()
                         group.cancel_scope.cancel()
-                    connection.session = None  # calls from now on fail at once
-        finally:
-            connection.session = None
-            connection.listed.set()
-            connection.done.set()
-            self._changed.set()
+                    connection.session = None  # calls from now on wait for the next one
+            finally:
+                connection.session = None
+                if not opened:
+                    self._renewal_ended(connection)
+
+    @staticmethod
+    def _renewal_ended(connection: Connection) -> None:
+        """Wake the calls waiting for a session; later ones wait for the next attempt."""
+        assert connection.renewal is not None
+        connection.renewal.set()
+        connection.renewal = anyio.Event()
 
     @contextlib.asynccontextmanager
     async def _transport(self, connection: Connection) -> AsyncIterator[tuple[Any, Any]]:
@@ -300,12 +346,15 @@ class McpManager:
                 connection.listed.set()
 
     async def _stop_owners(self, timeout: float) -> None:
-        """A connected owner leaves in order within `timeout`; a connecting one is cancelled."""
+        """An owner holding a session leaves it in order within `timeout`; one connecting is
+        cancelled; one between sessions ends."""
         for connection in self.connections.values():
             connection.stopping = True
+            if connection.wanted is not None:
+                connection.wanted.set()
             if connection.scope is None:
                 continue
-            if connection.ready.is_set() and connection.stop is not None:
+            if connection.session is not None and connection.stop is not None:
                 connection.scope.deadline = anyio.current_time() + timeout
                 connection.stop.set()
             else:
@@ -313,14 +362,63 @@ class McpManager:
 
     async def _call(
         self, connection: Connection, tool: str, arguments: dict[str, Any]
-    ) -> mcp_types.CallToolResult | None:
+    ) -> mcp_types.CallToolResult | McpCallFailure:
+        if connection.server.url is not None:
+            return await self._http_call(connection, tool, arguments)
         session = connection.session
         if session is None:
-            return None
+            return "no_result"
         try:
             return await session.call_tool(tool, arguments, read_timeout_seconds=CALL_TIMEOUT_S)
         except _CALL_ERRORS:
+            return "no_result"
+
+    async def _http_call(
+        self, connection: Connection, tool: str, arguments: dict[str, Any]
+    ) -> mcp_types.CallToolResult | McpCallFailure:
+        from magi_code.mcp.http_answers import REPORT, CallReport
+
+        failure: McpCallFailure = "no_result"
+        for _ in range(2):  # once more on a new session when the server lost ours
+            session = connection.session
+            if session is None:
+                session = await self._renewed(connection)
+            if session is None:
+                return "no_result" if connection.stopping else "session_lost"
+            report = CallReport()
+            token = REPORT.set(report)  # the SDK's tasks for this call's requests see it
+            try:
+                return await session.call_tool(tool, arguments, read_timeout_seconds=CALL_TIMEOUT_S)
+            except _CALL_ERRORS:
+                failure = report.failure or "no_result"
+            finally:
+                REPORT.reset(token)
+            if failure != "session_lost":
+                return failure
+            self._renew(connection, session)
+        return failure
+
+    def _renew(self, connection: Connection, stale: ClientSession | None) -> anyio.Event:
+        """Ask the owner for a new HTTP session, leaving `stale` if it still holds it; the
+        event set once that attempt ends."""
+        assert connection.renewal is not None and connection.wanted is not None
+        renewal = connection.renewal
+        if stale is not None and connection.session is stale:
+            assert connection.scope is not None and connection.stop is not None
+            connection.session = None  # no call starts on it any more
+            connection.scope.deadline = anyio.current_time() + CLOSE_S
+            connection.stop.set()
+        connection.wanted.set()
+        return renewal
+
+    async def _renewed(self, connection: Connection) -> ClientSession | None:
+        """A new session (see `_renew`), waited for within CONNECT_S; None if none came."""
+        if connection.stopping or connection.done.is_set():
             return None
+        renewal = self._renew(connection, None)
+        with anyio.move_on_after(CONNECT_S + CLOSE_S):
+            await renewal.wait()
+        return connection.session
 
 
 async def list_tools(session: ClientSession) -> list[mcp_types.Tool]:

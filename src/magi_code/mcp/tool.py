@@ -11,7 +11,8 @@ Rules:
 - Summaries name the server and tool, never arguments or results.
 - The call runs on the manager's loop; `run` awaits its raw result from the caller's loop
   through a worker thread, cancels it there when the caller is cancelled, and gives the
-  model's view of it (`outcome`).
+  model's view of it (`outcome`). A call without a result says why in words of our own
+  (`FAILURES`), never the server's.
 """
 
 import concurrent.futures
@@ -21,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import mcp_types
 
-from magi_code.mcp.limits import DESCRIPTION_CHARS
+from magi_code.mcp.errors import McpCallFailure
+from magi_code.mcp.limits import DESCRIPTION_CHARS, MESSAGE_BYTES
 from magi_code.mcp.names import tool_name
 from magi_code.records import record
 from magi_code.tools.args import load_any_object
@@ -30,6 +32,16 @@ from magi_code.tools.summaries import safe_summary
 
 if TYPE_CHECKING:
     from magi_code.mcp.manager import McpManager
+
+FAILURES: dict[McpCallFailure, str] = {
+    "no_result": "the MCP server gave no result",
+    "too_large": f"the MCP server's answer is over {MESSAGE_BYTES} bytes; ask it for less",
+    "compressed": "the MCP server sent a compressed answer; only uncompressed ones are taken",
+    "malformed": "the MCP server's HTTP answer was malformed; the next call uses a new connection",
+    "unreachable": "the connection to the MCP server failed; the next call tries again",
+    "session_lost": "the MCP server lost our session and no new one opened; the next call tries "
+    "again",
+}
 
 
 def mcp_tools(manager: "McpManager") -> dict[str, Tool[Any]]:
@@ -69,20 +81,20 @@ class McpTool:
         try:
             future = self.manager.submit(self.server, self.tool, args.arguments)
         except RuntimeError:
-            return outcome(label, None)
+            return outcome(label, "no_result")
         try:
             result = await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True)
         except concurrent.futures.CancelledError:
-            result = None  # the manager closed under the call
+            result = "no_result"  # the manager closed under the call
         finally:
             future.cancel()  # a no-op once done; otherwise cancels the call on its loop
         return outcome(label, result)
 
 
-def outcome(label: str, result: mcp_types.CallToolResult | None) -> ToolOutcome:
-    """The model's view of a call result; None means no result (error, timeout, closed)."""
-    if result is None:
-        return ToolOutcome(False, "error: the MCP server gave no result", f"{label} failed")
+def outcome(label: str, result: mcp_types.CallToolResult | McpCallFailure) -> ToolOutcome:
+    """The model's view of a call's result, or of why there is none."""
+    if isinstance(result, str):
+        return ToolOutcome(False, f"error: {FAILURES[result]}", f"{label} failed")
     parts = [
         block.text if isinstance(block, mcp_types.TextContent) else f"[{block.type} content]"
         for block in result.content

@@ -6,6 +6,7 @@ Rules:
   descriptor of ours (close_fds), so never the protocol's.
 - Messages are LF-terminated JSON-RPC lines, split on bytes; a line longer than MESSAGE_BYTES
   ends the connection rather than growing a buffer without bound.
+- An error with a null id answers every request still unanswered (unanswered.py).
 - Shutdown, shielded from cancellation: close stdin (the MCP stdio shutdown), wait
   STDIN_GRACE_S for the exit, then SIGTERM and SIGKILL the whole group.
 """
@@ -22,6 +23,7 @@ from mcp.shared.message import SessionMessage
 
 from magi_code.mcp.definitions import ServerDef
 from magi_code.mcp.limits import MESSAGE_BYTES, STDIN_GRACE_S, TERM_GRACE_S
+from magi_code.mcp.unanswered import Unanswered
 from magi_code.tools.processes import kill_group
 
 Incoming = SessionMessage | Exception
@@ -55,8 +57,9 @@ async def open_stdio(
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_read, process, read_send)
-            tg.start_soon(_write, process, write_recv, read_send)
+            unanswered = Unanswered()
+            tg.start_soon(_read, process, read_send, unanswered)
+            tg.start_soon(_write, process, write_recv, read_send, unanswered)
             try:
                 yield process, read_recv, write_send
             finally:
@@ -83,7 +86,9 @@ async def stop(process: anyio.abc.Process) -> None:
         await process.aclose()
 
 
-async def _read(process: anyio.abc.Process, send: MemoryObjectSendStream[Incoming]) -> None:
+async def _read(
+    process: anyio.abc.Process, send: MemoryObjectSendStream[Incoming], unanswered: Unanswered
+) -> None:
     stdout = process.stdout
     assert stdout is not None
     pending = bytearray()
@@ -97,7 +102,8 @@ async def _read(process: anyio.abc.Process, send: MemoryObjectSendStream[Incomin
                     if len(pending) > MESSAGE_BYTES:
                         return
                     if pending.strip():
-                        await send.send(_parse(bytes(pending)))
+                        for incoming in unanswered.received(_parse(bytes(pending))):
+                            await send.send(incoming)
                     pending.clear()
                 pending += chunk[start:]
                 if len(pending) > MESSAGE_BYTES:
@@ -117,11 +123,13 @@ async def _write(
     process: anyio.abc.Process,
     receive: MemoryObjectReceiveStream[SessionMessage],
     incoming: MemoryObjectSendStream[Incoming],
+    unanswered: Unanswered,
 ) -> None:
     stdin = process.stdin
     assert stdin is not None
     async with receive:
         async for message in receive:
+            unanswered.sent(message.message)
             line = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
             try:
                 await stdin.send(line.encode("utf-8"))
