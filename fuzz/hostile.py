@@ -6,6 +6,9 @@ through the code that reads it, as it reads it.
     http2    providers/http2.py    Http2Connection over a scripted socket: a response's head and
                                    body, or an OSError (the client's TransportError), never
                                    anything else, within the time it is given
+    mcp      mcp/http_answers.py   BoundedTransport over a scripted answer (head and body): the
+                                   body as it came, or our 502 with a JSON-RPC error; never
+                                   a compressed body; an event stream metered split-invariantly
     acp      acp/lines.py          judge: a line handed on is a JSON-RPC object the SDK can
                                    route; an answer is one JSON-RPC error line
 """
@@ -17,10 +20,13 @@ import anyio
 import h2.config
 import h2.connection
 import h2.events
+import httpx2
 from anyio.abc import ByteStream
 
 from fuzz.harness import Target, split
 from magi_code.acp import lines
+from magi_code.mcp import http_answers
+from magi_code.mcp.limits import MESSAGE_BYTES
 from magi_code.providers import http1
 from magi_code.providers.connections import Origin
 from magi_code.providers.http import HttpPolicy
@@ -156,6 +162,74 @@ def _goaway(server: h2.connection.H2Connection) -> None:
     server.close_connection(last_stream_id=1)
 
 
+# ---- mcp over HTTP -------------------------------------------------------------------------
+
+
+class _Answer(httpx2.AsyncByteStream):
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+
+    async def __aiter__(self):  # type: ignore[no-untyped-def]
+        for chunk in self.chunks:
+            yield chunk
+
+
+class _Scripted2(httpx2.AsyncBaseTransport):
+    """A server whose answer is `head` (status line digits, then header lines) and `chunks`."""
+
+    def __init__(self, status: int, headers: list[tuple[bytes, bytes]], chunks: list[bytes]):
+        self.status, self.headers, self.chunks = status, headers, chunks
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(self.status, headers=self.headers, stream=_Answer(self.chunks))
+
+
+def _mcp_answer(data: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """(status, headers, body) from an input: `NNN` status digits, header lines, a blank line."""
+    head, _, body = data.partition(b"\n\n")
+    first, *lines = head.split(b"\n")
+    status = int(first[:3]) if first[:3].isdigit() and int(first[:3]) >= 100 else 200
+    headers = []
+    for line in lines:
+        name, sep, value = line.partition(b":")
+        if sep and name.strip() and all(33 <= c < 127 for c in name.strip()):
+            headers.append((name.strip(), value.strip().translate(None, b"\r\n\x00")))
+    return status, headers, body
+
+
+async def _through(status: int, headers: list[tuple[bytes, bytes]], chunks: list[bytes]) -> None:
+    transport = http_answers.BoundedTransport(_Scripted2(status, headers, chunks))
+    request = httpx2.Request(
+        "POST", "http://mcp.invalid/mcp", json={"jsonrpc": "2.0", "id": 7, "method": "x"}
+    )
+    response = await transport.handle_async_request(request)
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    try:
+        body = await response.aread()
+    except httpx2.SSEError:
+        assert http_answers.media_type(response) == "text/event-stream"
+        return
+    if response.status_code == 502 and b"answer refused" in body:
+        error = json.loads(body)["error"]
+        assert error["code"] == -32603
+        return
+    assert encoding in ("", "identity"), "a compressed answer was passed on"
+    assert len(body) <= MESSAGE_BYTES
+
+
+def fuzz_mcp(data: bytes) -> None:
+    _, chunks = split(data)
+    status, headers, body = _mcp_answer(b"".join(chunks))
+    _, pieces = split(data[:1] + body)
+    anyio.run(_through, status, headers, pieces)
+    whole, parts = http_answers.EventMeter(), http_answers.EventMeter()
+    largest = whole.feed(body)
+    # However the events are cut, none is counted smaller than it is (a line still coming may
+    # count before it is known to be a comment, as httpx2's parser counts it).
+    metered = max((parts.feed(piece) for piece in pieces), default=0)
+    assert metered >= largest, "an event was counted smaller than it is"
+
+
 # ---- acp -----------------------------------------------------------------------------------
 
 
@@ -191,6 +265,17 @@ TARGETS: dict[str, Target] = {
             b"\x09" + _server_says(_ok),
             b"\x00" + _server_says(_continue_then_reset),
             b"\x04" + _server_says(_goaway),
+        ],
+    ),
+    "mcp": Target(
+        fuzz_mcp,
+        [
+            b"\x03200\ncontent-type: application/json\n\n"
+            b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}',
+            b"\x05200\ncontent-type: text/event-stream\n\n"
+            b": c\r\ndata: {}\r\n\r\nevent: m\ndata: 1\n\n",
+            b"\x00200\ncontent-encoding: gzip\ncontent-type: application/json\n\n\x1f\x8b",
+            b"\x02404\nmcp-session-id: s\n\n",
         ],
     ),
     "acp": Target(

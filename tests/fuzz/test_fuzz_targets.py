@@ -34,3 +34,9 @@ DEEP_TOML = [
 @pytest.mark.parametrize("data", DEEP_TOML, ids=["array", "inline-table", "dotted-key"])
 def test_the_settings_target_on_deep_nesting(data: bytes) -> None:
     fuzz_settings(data)  # issue 19.5: deep nesting raised RecursionError
+
+
+def test_the_mcp_target_holds_the_non_ascii_header_finding() -> None:
+    from fuzz.hostile import fuzz_mcp
+
+    fuzz_mcp(b"\x00200\ndata: essi\x85n-id: s\n\r\n")  # a header value that is not ASCII raised

@@ -89,10 +89,10 @@ class BoundedTransport(httpx2.AsyncBaseTransport):
             note("session_lost")
         if response.status_code < 300 and _NULL_ID.search(body):
             body = with_request_id(body, request)
-        headers = [
+        headers = [  # as they came: a value need not be ASCII
             (key, value)
-            for key, value in response.headers.multi_items()
-            if key.lower() not in ("content-length", "transfer-encoding")
+            for key, value in response.headers.raw
+            if key.lower() not in (b"content-length", b"transfer-encoding")
         ]
         return httpx2.Response(
             response.status_code, headers=headers, content=body, extensions=response.extensions
