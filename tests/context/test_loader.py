@@ -241,7 +241,7 @@ def test_profile_selection_and_its_body_first(tree: tuple[Path, Path, Path]) -> 
         ("mode: subagent", "", "agent profile 'x' is a subagent only"),
         ("mode: boss", "", "mode must be primary, subagent or all"),
         ("colour: red", "", "unknown field colour"),
-        ("description: |\n  x", "", "line 2: unsupported value"),
+        ("description: [open", "", "line 2: unterminated list"),
         ("permissions: [allow shell]", "", "it may only narrow"),
         ("provider: nowhere", "", "provider not configured"),
     ],

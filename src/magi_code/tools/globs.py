@@ -3,55 +3,167 @@
 Rules: `/` separates segments; `*` and `?` never cross a `/`; `[...]` is a class (`[!...]`
 negates); a whole `**` segment matches zero or more segments, and a trailing `/**` also matches
 the directory itself (a deny on `secrets/**` covers listing `secrets`). Dotfiles are not
-special: `*` matches `.env`, so a deny cannot be dodged by a dot.
+special: `*` matches `.env`, so a deny cannot be dodged by a dot. `{a,b}` stands for either
+alternative, nested or in sequence (`src/**/*.{ts,tsx}`, `{a,b}{c,d}`); a brace pair without a
+comma of its own, or one left open, is a literal character, as in a shell, and `[{]` is a
+literal brace. A pattern's braces may expand to at most BRACE_EXPANSIONS patterns, and a
+pattern is at most GLOB_PATTERN_CHARS long: past either bound it is refused (GlobError).
 
 No regular expressions and no backtracking search: paths are model-controlled, so matching is
 a set-of-positions walk over segments and the classic two-pointer wildcard scan within one,
-O(pattern x path) at worst.
+O(alternatives x pattern x path) at worst.
 """
 
 from collections.abc import Callable
+from itertools import pairwise, takewhile
 from typing import Literal
 
 from magi_code.records import record
 from magi_code.tools import ToolsError
+from magi_code.tools.limits import BRACE_EXPANSIONS, GLOB_PATTERN_CHARS
 
 Token = str | Callable[[str], bool]  # _STAR, or a one-character test
+Segments = tuple[tuple[Token, ...] | None, ...]  # None stands for `**`; () for the root
 _STAR = "*"
+_WILDCARDS = frozenset("*?[")
+
+EMPTY = "the pattern is empty or holds a NUL character"
+CLIMBS = "the pattern climbs out of its folder with `..`"
+TOO_LONG = f"the pattern is longer than {GLOB_PATTERN_CHARS} characters"
+TOO_MANY = f"its braces expand to more than {BRACE_EXPANSIONS} patterns; use fewer alternatives"
+MIXED = "its braces mix absolute and relative patterns"
 
 
 class GlobError(ToolsError, ValueError):
-    """The pattern is empty, holds NUL, or climbs with `..`."""
+    """The pattern cannot be used; `problem` says why in a fixed phrase (one of those above)."""
 
     code: Literal["glob_invalid"] = "glob_invalid"
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
 
 
 @record
 class Glob:
-    segments: tuple[tuple[Token, ...] | None, ...]  # None stands for `**`; () for the root
+    alternatives: tuple[Segments, ...]  # one per brace expansion, in order
     absolute: bool
 
     def matches(self, path: str) -> bool:
         """Whether the whole POSIX path string matches (absolute patterns need absolute paths)."""
         parts = path.split("/")
-        states = {0}  # how many parts have been consumed, in each live alternative
-        for segment in self.segments:
-            if segment is None:
-                states = set(range(min(states), len(parts) + 1))
-            else:
-                states = {i + 1 for i in states if i < len(parts) and _fits(segment, parts[i])}
-            if not states:
-                return False
-        return len(parts) in states
+        return any(_matches(segments, parts) for segments in self.alternatives)
 
 
 def compile_glob(pattern: str) -> Glob:
     if not pattern or "\x00" in pattern:
-        raise GlobError("empty")
+        raise GlobError(EMPTY)
+    if len(pattern) > GLOB_PATTERN_CHARS:
+        raise GlobError(TOO_LONG)
+    expanded = expand_braces(pattern)
+    absolute = {one.startswith("/") for one in expanded}
+    if len(absolute) > 1:
+        raise GlobError(MIXED)
+    alternatives = dict.fromkeys(_segments(one) for one in expanded)  # in order, no repeats
+    return Glob(tuple(alternatives), absolute.pop())
+
+
+def literal_folders(pattern: str) -> list[str]:
+    """The leading folders every expansion of `pattern` names without a wildcard (never its
+    last segment): where a walk for it may start. Call with a pattern compile_glob took."""
+    common: list[str] | None = None
+    for one in expand_braces(pattern):
+        names = [name for name in one.split("/") if name not in ("", ".")][:-1]
+        literal = list(takewhile(lambda name: not _WILDCARDS & set(name), names))
+        if common is not None:
+            shared = 0
+            while shared < min(len(common), len(literal)) and common[shared] == literal[shared]:
+                shared += 1
+            literal = literal[:shared]
+        common = literal
+    return common or []
+
+
+def expand_braces(pattern: str) -> list[str]:
+    """The patterns `pattern`'s braces stand for, in order; GlobError past BRACE_EXPANSIONS.
+
+    The count is taken first, in one pass, so a pattern past the bound is never expanded."""
+    groups, count = _brace_groups(pattern)
+    if count > BRACE_EXPANSIONS:
+        raise GlobError(TOO_MANY)
+    return _expand(pattern, groups, 0, len(pattern))
+
+
+def _brace_groups(pattern: str) -> tuple[dict[int, list[int]], int]:
+    """The brace pairs that are alternations ({open: [each comma at its level..., close]}) and
+    how many patterns they expand to (capped at one past the bound). Iterative: any nesting."""
+    cap = BRACE_EXPANSIONS + 1
+    groups: dict[int, list[int]] = {}
+    # Each open brace: its index, its commas, and the count of each alternative so far.
+    stack: list[tuple[int, list[int], list[int]]] = []
+    top_count = 1  # the count of the whole pattern outside any open brace
+
+    def times(count: int) -> None:
+        nonlocal top_count
+        if stack:
+            stack[-1][2][-1] = min(stack[-1][2][-1] * count, cap)
+        else:
+            top_count = min(top_count * count, cap)
+
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        end = _class_end(pattern, i) if c == "[" else -1
+        if end > 0 and "/" not in pattern[i:end]:
+            i = end  # a class: braces and commas in it are characters
+        elif c == "{":
+            stack.append((i, [], [1]))
+        elif c == "," and stack:
+            stack[-1][1].append(i)
+            stack[-1][2].append(1)
+        elif c == "}" and stack:
+            start, commas, counts = stack.pop()
+            if commas:
+                groups[start] = [*commas, i]
+                times(min(sum(counts), cap))
+            else:
+                times(counts[0])  # a literal pair: what it holds counts as it is
+        i += 1
+    while stack:  # braces left open are literal, and so are their commas
+        _, _, counts = stack.pop()
+        product = 1
+        for count in counts:
+            product = min(product * count, cap)
+        times(product)
+    return groups, top_count
+
+
+def _expand(pattern: str, groups: dict[int, list[int]], start: int, end: int) -> list[str]:
+    """The expansions of pattern[start:end]. Recursion follows nested alternations only, and
+    each level of them adds at least one pattern, so it is at most BRACE_EXPANSIONS deep."""
+    found = [""]
+    literal = start
+    i = start
+    while i < end:
+        bounds = groups.get(i)
+        if bounds is None:
+            i += 1
+            continue
+        head = pattern[literal:i]
+        options: list[str] = []
+        for left, right in pairwise([i, *bounds]):
+            options += _expand(pattern, groups, left + 1, right)
+        found = [done + head + option for done in found for option in options]
+        i = literal = bounds[-1] + 1
+    tail = pattern[literal:end]
+    return [done + tail for done in found]
+
+
+def _segments(pattern: str) -> Segments:
     absolute = pattern.startswith("/")
     names = [s for s in pattern.split("/") if s not in ("", ".")]
     if ".." in names:
-        raise GlobError("parent")
+        raise GlobError(CLIMBS)
     segments: list[tuple[Token, ...] | None] = [()] if absolute else []
     for name in names:
         if name == "**":
@@ -60,7 +172,19 @@ def compile_glob(pattern: str) -> Glob:
             segments.append(None)
         else:
             segments.append(_tokens(name))
-    return Glob(tuple(segments), absolute)
+    return tuple(segments)
+
+
+def _matches(segments: Segments, parts: list[str]) -> bool:
+    states = {0}  # how many parts have been consumed, in each live alternative
+    for segment in segments:
+        if segment is None:
+            states = set(range(min(states), len(parts) + 1))
+        else:
+            states = {i + 1 for i in states if i < len(parts) and _fits(segment, parts[i])}
+        if not states:
+            return False
+    return len(parts) in states
 
 
 def _fits(tokens: tuple[Token, ...], name: str) -> bool:

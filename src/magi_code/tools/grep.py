@@ -1,9 +1,12 @@
-"""grep: a Python regex over the text files under one path, as `path:line:text` lines.
+"""grep: a regex over the text files under one path, as `path:line:text` lines.
 
-The search runs in a child process (`magi_code.tools.search`, which says why) in its own
-session, bounded by GREP_TIMEOUT_S; on timeout or cancellation its group is killed. Results are
-bounded there (GREP_MATCHES, TEXT_BYTES, LINE_READ_BYTES per line, GREP_FILE_BYTES per file,
-WALK_ENTRIES) and the reply read here is capped at GREP_REPLY_BYTES.
+With `rg` on the tool environment's PATH, ripgrep searches (tools/rg.py says when, and how
+its bounds are kept); otherwise, or when rg gives way, the search runs in a Python child
+process (`magi_code.tools.search`, which says why) in its own session. Either child is bounded
+by GREP_TIMEOUT_S, and on timeout or cancellation its group is killed. Both skip the same
+files (the ignore files, .git, binary and oversized files; walk.py) in the same order. The
+Python search's results are bounded there (GREP_MATCHES, TEXT_BYTES, LINE_READ_BYTES per
+line, GREP_FILE_BYTES per file, WALK_ENTRIES) and its reply is capped at GREP_REPLY_BYTES.
 """
 
 import json
@@ -18,9 +21,10 @@ import anyio
 import magi_code
 from magi_code.records import asdict, record, replace
 from magi_code.tools import args as A
+from magi_code.tools import rg
 from magi_code.tools.base import Access, ToolContext, ToolInputError, ToolOutcome
 from magi_code.tools.files import failed
-from magi_code.tools.globs import GlobError, compile_glob
+from magi_code.tools.globs import CLIMBS, EMPTY, GlobError, compile_glob
 from magi_code.tools.limits import (
     GREP_KILL_GRACE_S,
     GREP_MATCHES,
@@ -31,6 +35,7 @@ from magi_code.tools.paths import display, resolve
 from magi_code.tools.processes import kill_group
 from magi_code.tools.search import Request, Result
 from magi_code.tools.summaries import safe_summary
+from magi_code.tools.walk import GIT_ENV
 
 
 @record
@@ -46,7 +51,9 @@ class Grep:
     description = (
         "Search file contents with a Python regular expression. Prints path:line:text. "
         "`path` (default '.') may be a file or folder; `include` filters file names "
-        "with a glob such as '*.py'. Binary files and .git are skipped."
+        "with a glob such as '*.py' or '*.{ts,tsx}'. Files named by .gitignore, .ignore or "
+        "git's global excludes are skipped (give an ignored folder as `path` to search it), "
+        "as are binary files and .git."
     )
 
     def __init__(self) -> None:
@@ -68,8 +75,9 @@ class Grep:
         if include is not None:
             try:
                 compile_glob(include)
-            except GlobError:
-                raise ToolInputError("invalid_arguments") from None
+            except GlobError as error:
+                if error.problem in (EMPTY, CLIMBS):
+                    raise ToolInputError("invalid_arguments") from None
         return GrepArgs(
             A.text(f, "pattern", nul=True),
             A.text(f, "path", "."),
@@ -92,7 +100,15 @@ class Grep:
             re.compile(args.pattern, re.IGNORECASE if args.ignore_case else 0)
         except (re.error, RecursionError, OverflowError):
             return failed("bad_pattern", "the regular expression does not compile", summary)
-        request = Request(str(root), shown, args.pattern, args.ignore_case, args.include)
+        if args.include is not None:
+            try:
+                compile_glob(args.include)
+            except GlobError as error:
+                return failed("glob_invalid", f"include: {error.problem}", summary)
+        git_env = {name: ctx.env[name] for name in GIT_ENV if name in ctx.env}
+        request = Request(
+            str(root), shown, args.pattern, args.ignore_case, args.include, git_env=git_env
+        )
         if ctx.protected is not None:  # never the store or the sessions, nor a link to them
             protected = ctx.protected
             request = replace(
@@ -100,7 +116,7 @@ class Grep:
                 skip=[str(p) for p in protected.secrets],
                 linked=[list(i) for i in protected.identities("read")],
             )
-        reply = await _run_search(request)
+        reply = await _search(request, ctx)
         if reply is None:
             why = f"no result within {GREP_TIMEOUT_S:g} s (or the search failed); narrow it"
             return failed("search_failed", why, summary)
@@ -108,6 +124,23 @@ class Grep:
             return failed(reply.error, shown, summary)
         count = min(reply.matches, GREP_MATCHES)
         return ToolOutcome(ok=True, output=_render(reply), summary=f"{summary} ({count})")
+
+
+async def _search(request: Request, ctx: ToolContext) -> Result | None:
+    """rg's result when it can search, else the Python search's; None when the search timed
+    out or failed."""
+    found = rg.find(ctx.env)
+    if (
+        found is not None
+        and rg.usable(request)
+        and await anyio.to_thread.run_sync(os.path.isdir, request.root)
+    ):
+        reply = await rg.search(found, request, ctx.env)
+        if isinstance(reply, Result):
+            return reply
+        if reply == rg.TIMED_OUT:
+            return None
+    return await _run_search(request)  # no rg, or it gave way
 
 
 async def _run_search(request: Request) -> Result | None:
@@ -158,6 +191,8 @@ def _render(found: Result) -> str:
         text += f"\n[stopped after {GREP_MATCHES} matches]"
     if found.truncated:
         text += f"\n[search stopped after {found.visited} entries]"
+    if found.output_cut:
+        text += "\n[search stopped: ripgrep's output passed its bound; narrow the search]"
     if found.skipped:
         text += f"\n[{found.skipped} binary, oversized or unreadable files skipped]"
     return text

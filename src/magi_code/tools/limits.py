@@ -30,6 +30,13 @@ LINK_CHECK_ENTRIES = 100_000  # protected files a hard link is compared against 
 GREP_TIMEOUT_S = 60.0  # the search child is killed after this
 GREP_KILL_GRACE_S = 1.0
 GREP_REPLY_BYTES = 4 * TEXT_BYTES  # the child's JSON reply (escaping can grow the text)
+GREP_SNIFF_BYTES = 64 * 1024  # a NUL in this head makes a file binary to grep (rg's first read)
+RG_RECORD_BYTES = 256 * 1024  # one `rg --json` line parsed; a longer match shows no text
+RG_READ_BYTES = 16 * 1024 * 1024  # of rg's output read by one grep; past it the search stops
+IGNORE_FILE_BYTES = 1024 * 1024  # of one .gitignore/.ignore read; later lines do not count
+IGNORE_EXPRESSIONS = 1000  # wildcard names, and paths, of one ignore file that count (not more)
+GLOB_PATTERN_CHARS = 4096  # a glob longer than the longest path (PATH_MAX) is refused
+BRACE_EXPANSIONS = 256  # patterns one glob's braces may expand to; more is refused
 
 # shell
 SHELL_TIMEOUT_S = 120.0
@@ -37,3 +44,23 @@ SHELL_MAX_TIMEOUT_S = 600.0
 SHELL_OUTPUT_BYTES = 64 * 1024  # combined stdout+stderr kept: head and tail halves
 SHELL_DRAIN_S = 0.5  # after the shell exits, how long background writers may hold the pipe
 SHELL_KILL_GRACE_S = 2.0  # SIGTERM to SIGKILL
+
+# Images (tools/images.py): read_file, and what a face attaches to a prompt
+IMAGE_FILE_BYTES = 20 * 1024 * 1024  # the largest image file read; a larger one is refused
+IMAGE_PIXELS = 50_000_000  # width x height an image may declare; more is refused undecoded
+# An image as sent to the model and stored in the session: its longest side and its bytes.
+# Anthropic scales down past 1568 px and refuses a side over 2000 px once a request holds
+# many images; its 5 MiB bound per image (in base64) is the smallest of the wires'. An image
+# over either bound is downscaled (and re-encoded as JPEG while still too large).
+IMAGE_EDGE_PX = 2000
+IMAGE_BYTES = 5 * 1024 * 1024 * 3 // 4  # 3.75 MiB: 5 MiB in base64
+PROMPT_IMAGES = 16  # images one prompt may carry (exec --image, ACP, Mission Control)
+
+# web_fetch (tools/web_fetch.py)
+WEB_BODY_BYTES = 5 * 1024 * 1024  # of a response's body read; the rest is cut, and said so
+WEB_FETCH_S = 30.0  # one fetch, its redirects included, from the first connect to the end
+WEB_REDIRECTS = 5  # redirects followed; one more ends the fetch
+# Of an HTML page's markup, its scripts and styles out, converted to Markdown: far more than
+# the TEXT_BYTES shown of it; parsing and converting dense markup took 4 to 8 s a MiB on a
+# loaded CI core, so this stays well within WEB_FETCH_S.
+WEB_MARKUP_BYTES = 512 * 1024

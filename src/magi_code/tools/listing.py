@@ -4,6 +4,12 @@ Directories are shown with a trailing `/`, symlinks with a trailing `@`. glob pa
 relative to the workspace and may not climb out of it (`..` or absolute patterns are refused
 at parse time), so the workspace read they declare is the whole of what they touch. Both only
 read, so their threads are abandoned on cancellation.
+
+glob walks as grep's Python search does (walk.py: what the ignore files name is skipped, and
+`.git`), in the Python walk even when `rg` is on PATH: `rg --files` lists neither folders nor
+symlinks, which glob shows. The walk starts at the folder the pattern names literally
+(`.venv/lib/*.py` walks `.venv/lib`), so an ignored folder is searched when named, as a path
+given to rg is. A pattern past a glob bound (globs.py) is refused with the reason, at run.
 """
 
 import os
@@ -16,12 +22,12 @@ from magi_code.records import record
 from magi_code.tools import args as A
 from magi_code.tools.base import Access, ToolContext, ToolInputError, ToolOutcome
 from magi_code.tools.files import failed
-from magi_code.tools.globs import GlobError, compile_glob
+from magi_code.tools.globs import CLIMBS, EMPTY, GlobError, compile_glob, literal_folders
 from magi_code.tools.limits import GLOB_RESULTS, LIST_ENTRIES, TEXT_BYTES
 from magi_code.tools.paths import display, os_error_code, resolve
 from magi_code.tools.summaries import safe_summary
 from magi_code.tools.text import Lines
-from magi_code.tools.walk import Walk
+from magi_code.tools.walk import GIT_ENV, Walk
 
 
 def _mark(entry: os.DirEntry[str]) -> str:
@@ -84,8 +90,10 @@ class GlobArgs:
 class Glob:
     name = "glob"
     description = (
-        "Find paths in the workspace matching a glob such as 'src/**/*.py' "
-        "('**' spans folders; '*' and '?' stay within one name). .git is skipped."
+        "Find paths in the workspace matching a glob such as 'src/**/*.py' or "
+        "'src/**/*.{ts,tsx}' ('**' spans folders; '*' and '?' stay within one name; "
+        "{a,b} is either). Paths named by .gitignore, .ignore or git's global excludes are "
+        "skipped (start the pattern with an ignored folder to look in it), as is .git."
     )
 
     def __init__(self) -> None:
@@ -105,8 +113,9 @@ class Glob:
             raise ToolInputError("invalid_arguments")
         try:
             compile_glob(pattern)
-        except GlobError:
-            raise ToolInputError("invalid_arguments") from None
+        except GlobError as error:
+            if error.problem in (EMPTY, CLIMBS):
+                raise ToolInputError("invalid_arguments") from None
         return GlobArgs(pattern)
 
     def access(self, args: GlobArgs, ctx: ToolContext) -> Access:
@@ -116,8 +125,13 @@ class Glob:
         return safe_summary(f"glob {args.pattern}")
 
     async def run(self, args: GlobArgs, ctx: ToolContext) -> ToolOutcome:
+        try:
+            compile_glob(args.pattern)
+        except GlobError as error:
+            return failed("glob_invalid", error.problem, f"glob {args.pattern}")
+        git_env = {name: ctx.env[name] for name in GIT_ENV if name in ctx.env}
         matches, walk = await anyio.to_thread.run_sync(
-            _glob, ctx.workspace, args.pattern, abandon_on_cancel=True
+            _glob, ctx.workspace, args.pattern, git_env, abandon_on_cancel=True
         )
         out = Lines(TEXT_BYTES)
         for rel in sorted(matches)[:GLOB_RESULTS]:
@@ -131,12 +145,17 @@ class Glob:
         return ToolOutcome(ok=True, output=text, summary=summary)
 
 
-def _glob(root: Path, pattern: str) -> tuple[list[str], Walk]:
+def _glob(root: Path, pattern: str, git_env: dict[str, str]) -> tuple[list[str], Walk]:
     """Matches (one over GLOB_RESULTS signals a cut) and the walk that found them."""
     glob = compile_glob(pattern)
-    walk = Walk(root, anyio.from_thread.check_cancelled)
+    prefix = "/".join(literal_folders(pattern))
+    start = root / prefix if prefix else root
+    if prefix and (os.path.realpath(start) != str(start) or not start.is_dir()):
+        start, prefix = root, ""  # a link or no folder: walk from the top (links unfollowed)
+    walk = Walk(start, anyio.from_thread.check_cancelled, git_env)
     found: list[str] = []
     for rel, entry in walk.entries():
+        rel = f"{prefix}/{rel}" if prefix else rel
         if glob.matches(rel):
             found.append(rel + _mark(entry))
             if len(found) > GLOB_RESULTS:

@@ -15,7 +15,7 @@ from magi_code.records import replace
 from magi_code.tools.globs import GlobError, compile_glob
 from magi_code.tools.policy import Policy, Rule
 
-_GLOB_SPECIALS = {"*": "[*]", "?": "[?]", "[": "[[]"}
+_GLOB_SPECIALS = {"*": "[*]", "?": "[?]", "[": "[[]", "{": "[{]"}
 
 
 def narrowed(policy: Policy, profile_rules: Iterable[Mapping[str, str]]) -> Policy:

@@ -5,9 +5,13 @@ a catastrophic one would freeze the event loop (and the protocol writer with it)
 the parent's loop stays free and a timeout or cancellation kills the search outright.
 
 Protocol: one JSON request object on stdin, one JSON result object on stdout. No anyio here,
-nothing printed but the result, and no path or text outside `root` is read: symlinked files
-met during a walk are skipped, as are binary (NUL in the head) and oversized files, files
-under `skip` (the credential store, the session files) and hard links to one (`linked`).
+nothing printed but the result, and no text outside `root` is read but the ignore files that
+decide what the walk skips (walk.py: the root's parents', git's global excludes). Skipped:
+symlinked files met during a walk, files the ignore files name, binary files (a NUL in the
+first GREP_SNIFF_BYTES, rg's first read; a file with a NUL further on is searched up to that
+line, as rg searches up to the read that holds it), oversized files, files under `skip` (the
+credential store, the session files) and hard links to one (`linked`). A root that is a file
+is searched whatever the ignore files say.
 """
 
 import json
@@ -19,9 +23,9 @@ from pathlib import Path
 
 from magi_code.records import asdict, field, record
 from magi_code.tools.globs import compile_glob
-from magi_code.tools.limits import GREP_FILE_BYTES, GREP_MATCHES, TEXT_BYTES
+from magi_code.tools.limits import GREP_FILE_BYTES, GREP_MATCHES, GREP_SNIFF_BYTES, TEXT_BYTES
 from magi_code.tools.paths import open_regular, os_error_code
-from magi_code.tools.text import Lines, cut_line, decode_line, is_binary, read_line
+from magi_code.tools.text import Lines, cut_line, decode_line, read_line
 from magi_code.tools.walk import Walk
 
 
@@ -34,6 +38,7 @@ class Result:
     visited: int = 0
     truncated: bool = False  # the walk hit WALK_ENTRIES
     error: str | None = None  # an os_error_code for the root itself
+    output_cut: bool = False  # rg's output passed RG_READ_BYTES (tools/rg.py)
 
 
 @record
@@ -45,10 +50,17 @@ class Request:
     include: str | None
     skip: list[str] = field(default_factory=list)  # canonical paths never read
     linked: list[list[int]] = field(default_factory=list)  # [device, inode] of those files
+    git_env: dict[str, str] = field(default_factory=dict)  # walk.GIT_ENV's values
 
 
 def search(request: Request) -> Result:
-    regex = re.compile(request.pattern, re.IGNORECASE if request.ignore_case else 0)
+    flags = re.IGNORECASE if request.ignore_case else 0
+    regex = re.compile(request.pattern, flags)
+    whole = (
+        None
+        if _SEES_PAST_ITS_LINE.search(request.pattern)
+        else re.compile(request.pattern, flags | re.MULTILINE)
+    )
     out = Lines(TEXT_BYTES)
     result = Result()
 
@@ -61,7 +73,7 @@ def search(request: Request) -> Result:
         if any(path == Path(p) or Path(p) in path.parents for p in request.skip):
             result.skipped += 1
             return
-        _scan(path, shown, regex, out, result, refused)
+        _scan(path, shown, (regex, whole), out, result, refused)
 
     root = Path(request.root)
     try:
@@ -76,23 +88,41 @@ def search(request: Request) -> Result:
     return result
 
 
+# What a pattern may hold and still be searched over a whole file at once (re.MULTILINE, with
+# CRLF made LF) before its lines are: without \A, \Z and look-arounds a match in a line is
+# also one in the whole text (`^`, `$` and `\b` see a line feed as they see a line's end), so
+# a file where the whole search finds nothing has no matching line. The reverse may fail (a
+# match across lines): the lines then decide.
+_SEES_PAST_ITS_LINE = re.compile(r"\\[AZ]|\(\?<?[=!]")
+
+
 def _done(out: Lines, result: Result) -> bool:
     return result.matches > GREP_MATCHES or out.full
+
+
+def included(include: str | None) -> Callable[[str], bool] | None:
+    """What `include` keeps, by path relative to the root: a glob without `/` is matched
+    against names, one with `/` against the whole relative path."""
+    if include is None:
+        return None
+    glob = compile_glob(include)
+    if "/" in include:
+        return glob.matches
+    return lambda rel: glob.matches(rel.rpartition("/")[2])
 
 
 def _walk(
     root: Path, request: Request, scan: Callable[[Path, str], None], out: Lines, result: Result
 ) -> None:
-    wanted = compile_glob(request.include) if request.include else None
-    on_names = request.include is not None and "/" not in request.include
+    wanted = included(request.include)
     prefix = "" if request.shown == "." else request.shown.rstrip("/") + "/"
-    walk = Walk(root)
+    walk = Walk(root, ignores=request.git_env)
     for rel, entry in walk.entries():
         if _done(out, result):
             break
         if not entry.is_file(follow_symlinks=False):
             continue
-        if wanted and not wanted.matches(entry.name if on_names else rel):
+        if wanted is not None and not wanted(rel):
             continue
         scan(Path(entry.path), prefix + rel)
     result.visited, result.truncated = walk.visited, walk.truncated
@@ -101,7 +131,7 @@ def _walk(
 def _scan(
     path: Path,
     shown: str,
-    regex: re.Pattern[str],
+    regexes: tuple[re.Pattern[str], re.Pattern[str] | None],
     out: Lines,
     result: Result,
     refused: Callable[[os.stat_result], bool],
@@ -110,12 +140,21 @@ def _scan(
         if path.stat().st_size > GREP_FILE_BYTES:
             result.skipped += 1
             return
+        regex, whole = regexes
         with open_regular(path, refused=refused) as handle:
-            if is_binary(handle):
+            head = handle.read(GREP_SNIFF_BYTES)
+            if b"\x00" in head:
                 result.skipped += 1
                 return
+            if whole is not None:  # most files hold no match: one search tells, in C
+                text = (head + handle.read(GREP_FILE_BYTES)).decode("utf-8", "replace")
+                if not whole.search(text.replace("\r\n", "\n")):
+                    return
+            handle.seek(0)
             number = 0
             while not _done(out, result) and (raw := read_line(handle)) is not None:
+                if b"\x00" in raw:
+                    break  # a binary part: rg stops there too
                 number += 1
                 line = decode_line(raw)
                 if regex.search(line):
