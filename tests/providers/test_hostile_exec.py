@@ -77,19 +77,10 @@ def lines(stdout: bytes) -> list[dict[str, Any]]:
     return [json.loads(raw) for raw in stdout.splitlines()]
 
 
-def trusting(certificate: tuple[Path, Path], tmp_path: Path) -> dict[str, str]:
-    """The child's environment: a `sitecustomize` that adds the test's certificate to the
-    trust roots the pool reads (OpenSSL's compiled-in CA file), in that process only."""
-    folder = tmp_path / "trust"
-    folder.mkdir()
-    (folder / "sitecustomize.py").write_text(
-        "import ssl\n"
-        "_paths = ssl.get_default_verify_paths\n"
-        "def _with_the_test_certificate():\n"
-        f"    return _paths()._replace(openssl_cafile={str(certificate[0])!r})\n"
-        "ssl.get_default_verify_paths = _with_the_test_certificate\n"
-    )
-    return {"PYTHONPATH": str(folder)}
+def trusting(certificate: tuple[Path, Path]) -> dict[str, str]:
+    """The child's environment: the test's certificate as the trust roots' file
+    (SSL_CERT_FILE), in that process only."""
+    return {"SSL_CERT_FILE": str(certificate[0]), "SSL_CERT_DIR": ""}
 
 
 def test_the_next_model_call_gets_its_own_answer_not_one_left_on_the_connection(
@@ -117,8 +108,8 @@ def test_the_next_model_call_gets_its_own_answer_not_one_left_on_the_connection(
 
 
 @pytest.fixture
-def h2_exec(certificate: tuple[Path, Path], tmp_path: Path) -> dict[str, str]:
-    return trusting(certificate, tmp_path)
+def h2_exec(certificate: tuple[Path, Path]) -> dict[str, str]:
+    return trusting(certificate)
 
 
 def resetting(sent: bytes) -> Any:

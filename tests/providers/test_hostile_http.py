@@ -44,13 +44,13 @@ async def fresh_pool() -> AsyncIterator[None]:
 def trusted(certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     """The pool's own TLS context (ALPN included), trusting only the test's certificate."""
 
-    def trusting_the_test_certificate() -> ssl.SSLContext:
+    def trusting_the_test_certificate(*_: object) -> ssl.SSLContext:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         context.load_verify_locations(certificate[0])
         return context
 
     monkeypatch.setattr(connections, "_system_trust", trusting_the_test_certificate)
-    monkeypatch.setattr(connections, "_system_tls", None)
+    monkeypatch.setattr(connections, "_contexts", {})
     return certificate
 
 

@@ -34,14 +34,14 @@ CANCEL = 0x8  # RFC 9113's error code
 def h2_server(
     certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[H2Server]:
-    def trusting_the_test_certificate() -> ssl.SSLContext:
+    def trusting_the_test_certificate(*_: object) -> ssl.SSLContext:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         context.load_verify_locations(certificate[0])
         return context
 
     # The pool's own context-making (ALPN included), trusting only the test's certificate.
     monkeypatch.setattr(connections, "_system_trust", trusting_the_test_certificate)
-    monkeypatch.setattr(connections, "_system_tls", None)
+    monkeypatch.setattr(connections, "_contexts", {})
     with H2Server(certificate) as server:
         yield server
 

@@ -58,7 +58,7 @@ async def test_429_with_retry_after_then_success(server: LocalServer) -> None:
 async def test_500s_exhaust_the_bounded_retries(server: LocalServer) -> None:
     sleeps = Sleeps()
     server.script(PATH, *[Reply(500, [b"oops"]) for _ in range(3)])
-    policy = HttpPolicy(attempts=3, base_delay_s=0.5, sleep=sleeps)
+    policy = HttpPolicy(attempts=3, base_delay_s=0.5, sleep=sleeps, jitter=lambda: 1.0)  # top
     err = await failure(server, policy)
     assert (err.code, err.status, err.retryable) == ("server_error", 500, True)
     assert len(server.requests) == 3
@@ -66,7 +66,7 @@ async def test_500s_exhaust_the_bounded_retries(server: LocalServer) -> None:
 
 
 def test_backoff_and_retry_after_are_capped() -> None:
-    policy = HttpPolicy(base_delay_s=1.0, max_delay_s=5.0)
+    policy = HttpPolicy(base_delay_s=1.0, max_delay_s=5.0, jitter=lambda: 1.0)  # jitter's top
     assert [backoff_s(n, policy, None) for n in (1, 2, 3, 4)] == [1.0, 2.0, 4.0, 5.0]
     assert backoff_s(1, policy, 600.0) == 5.0
     now = datetime(2026, 11, 29, 10, 0, 0, tzinfo=UTC).timestamp()

@@ -79,12 +79,21 @@ async def test_a_form_is_urlencoded_and_user_info_is_never_sent(server: LocalSer
     assert "authorization" not in seen.headers
 
 
-async def test_environment_proxies_are_ignored(
+async def test_environment_proxies_are_used_but_for_no_proxy(
     server: LocalServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The environment's proxy is used (test_proxy.py goes through a real one): one where
+    nothing listens fails, named; NO_PROXY sends the host directly."""
+    from magi_code.providers import network
+
     for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.setenv(name, "http://127.0.0.1:9")  # nothing listens there
     server.script("/x", Reply.json([]))
+    with pytest.raises(TransportError) as failed:
+        await fetch(server.url + "/x")
+    assert failed.value.summary.startswith("The proxy in http_proxy could not be reached")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    network._current = None  # the process's choice is read once: read it again
     assert await fetch(server.url + "/x") == (200, b"[]")
 
 
@@ -330,16 +339,18 @@ def tls_server(certificate: tuple[Path, Path]) -> Iterator[LocalServer]:
 async def test_a_self_signed_https_origin_is_refused_within_the_attempts(
     tls_server: LocalServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(connections, "_system_tls", None)  # built by this test, then forgotten
+    monkeypatch.setattr(connections, "_contexts", {})  # built by this test, then forgotten
     tls_server.script(PATH, Reply(chunks=[OK]))
     sleeps = Sleeps()
     policy = HttpPolicy(attempts=3, sleep=sleeps)
     with pytest.raises(ProviderError) as err:
         await collect(OpenAIChatProvider("p", tls_server.url + "/v1", "k", policy))
-    assert (err.value.code, err.value.retryable) == ("transport_failed", True)
-    assert (tls_server.connections, len(sleeps.delays), tls_server.requests) == (3, 2, [])
-    context = connections._system_tls
-    assert context is not None and context.check_hostname
+    # A certificate no retry can fix: refused at once, saying whose and what to set.
+    assert (err.value.code, err.value.retryable) == ("transport_failed", False)
+    assert "server's certificate is not trusted" in err.value.summary
+    assert (tls_server.connections, len(sleeps.delays), tls_server.requests) == (1, 0, [])
+    (context,) = connections._contexts.values()
+    assert context.check_hostname
     assert context.verify_mode == ssl.CERT_REQUIRED
 
 
@@ -348,7 +359,8 @@ async def test_a_trusted_https_origin_is_reused_and_its_name_checked(
 ) -> None:
     trusted = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     trusted.load_verify_locations(certificate[0])
-    monkeypatch.setattr(connections, "_system_tls", trusted)
+    monkeypatch.setattr(connections, "_system_trust", lambda *_: trusted)
+    monkeypatch.setattr(connections, "_contexts", {})
     port = tls_server.httpd.server_address[1]
     tls_server.script("/x", kept(b"one"), kept(b"two"), Reply(chunks=[b"three"]))
     by_name = f"https://localhost:{port}/x"

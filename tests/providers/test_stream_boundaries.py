@@ -234,6 +234,6 @@ async def test_5xx_then_success_on_every_wire(
     for path, build, ok in WIRES.values():
         sleeps = Sleeps()
         server.script(path, Reply(status, [b"busy"]), Reply(chunks=[ok]))
-        policy = HttpPolicy(attempts=2, base_delay_s=0.5, sleep=sleeps)
+        policy = HttpPolicy(attempts=2, base_delay_s=0.5, sleep=sleeps, jitter=lambda: 1.0)
         assert ends_well(await collect(build(server, tmp_path, policy)))
         assert sleeps.delays == [0.5]

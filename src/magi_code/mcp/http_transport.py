@@ -9,15 +9,14 @@ Rules:
 - The SDK's client context owns the HTTP session: leaving it in order sends the DELETE that
   ends the session, so the owner leaves it in order (manager.py), never by a bare cancel.
 - Every answer goes through http_answers.py (bounded at MESSAGE_BYTES, never decompressed,
-  a failed exchange failing its call only), on a direct connection or through the proxies
-  the environment names, as httpx2 would choose them.
+  a failed exchange failing its call only), on a direct connection or through the proxy that
+  the provider client would take (providers/network.py: the environment, `[network]`).
 """
 
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 
 import httpx2
-from httpx2._utils import get_environment_proxies
 from mcp.client._transport import TransportStreams
 from mcp.client.streamable_http import streamable_http_client
 
@@ -71,18 +70,27 @@ def http_client(
         auth=auth,
         timeout=httpx2.Timeout(HTTP_TIMEOUT_S, read=CALL_TIMEOUT_S),
         event_hooks={"response": [on_response]},
-        transport=BoundedTransport(httpx2.AsyncHTTPTransport()),
-        mounts=proxy_mounts(),
+        transport=BoundedTransport(outbound_transport(server.url)),
     )
 
 
-def proxy_mounts() -> dict[str, httpx2.AsyncBaseTransport | None]:
-    """The environment's proxies (HTTP_PROXY, NO_PROXY, ...), each behind BoundedTransport:
-    httpx2 reads them itself only for a client without a transport of its own."""
-    return {
-        pattern: None if proxy is None else BoundedTransport(httpx2.AsyncHTTPTransport(proxy=proxy))
-        for pattern, proxy in get_environment_proxies().items()
-    }
+def outbound_transport(url: str) -> httpx2.AsyncHTTPTransport:
+    """The way out to `url` the provider client would take (providers/network.py): through the
+    proxy the environment or `[network] proxy` names for it, if any, with the certificate
+    authorities and client certificate of `[network]`. A setting that cannot be used makes the
+    server unavailable."""
+    from magi_code.providers.connections import outbound
+    from magi_code.providers.network import NetworkFailure
+
+    try:
+        proxy, tls = outbound(url)
+    except (NetworkFailure, ValueError):
+        raise McpUnavailable from None
+    if proxy is None:
+        return httpx2.AsyncHTTPTransport(verify=tls)
+    over_tls = proxy.startswith("https:")  # an https proxy's certificate is checked alike
+    through = httpx2.Proxy(proxy, ssl_context=tls if over_tls else None)
+    return httpx2.AsyncHTTPTransport(verify=tls, proxy=through)
 
 
 @asynccontextmanager

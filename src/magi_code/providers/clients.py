@@ -4,8 +4,10 @@ connection (`connections`), framed by `http1`, or by `http2` where an https orig
 A request carries Host, User-Agent `magi-code/<version>`, `Accept-Encoding: identity` and,
 with a body (compact UTF-8 JSON, or a urlencoded form), its Content-Type and Content-Length;
 the caller's headers are merged in. Redirects are never followed (a 3xx is a status like any
-other), environment proxies are ignored, and a URL's user info is never sent. Connecting, the
-TLS handshake and sending the request are bounded by the policy's `connect_s`; the response's
+other), and a URL's user info is never sent. A request goes through the proxy `network` chooses
+for its URL (`connections`: a tunnel to an https origin; to an http origin, the request in
+absolute form with the proxy's credentials). Connecting (through a proxy included), the TLS
+handshake and sending the request are bounded by the policy's `connect_s`; the response's
 whole head by its `head_s` (a total: a drip does not extend it); each wait for response bytes
 by its `inactivity_s`; and all of it together, if the caller says so, by `within_s` (what is
 left of a request's deadline with its retries). A reused connection that fails before any byte
@@ -16,7 +18,9 @@ A response read to its end gives its connection back to the pool; closed sooner 
 failed, cancelled), it closes its HTTP/1.1 connection, or resets its HTTP/2 stream. Failures
 are `TransportError` (connecting, TLS, I/O, timeouts, HTTP framing, an HTTP/2 stream reset or
 connection error, before the head or while reading the body alike) and `InvalidURL`, whose
-messages name the failed step and the cause's class, never a URL, a header value or a body.
+messages name the failed step and the cause's class, never a URL, a header value or a body; a
+failure the user must fix (a proxy's or a certificate's: `network.NetworkFailure`) gives its
+fixed sentence as the `TransportError`'s `summary`, and is not worth a retry.
 `close_clients` and `closing` close the pool's connections at shutdown.
 """
 
@@ -45,6 +49,7 @@ from magi_code.providers.http1 import (
 if TYPE_CHECKING:
     from magi_code.providers.http import HttpPolicy
     from magi_code.providers.http2 import Http2Connection, Http2Response
+    from magi_code.providers.network import Proxy
 
 T = TypeVar("T")
 USER_AGENT = f"magi-code/{__version__}"
@@ -64,7 +69,12 @@ _TARGET_SAFE = "/?:@!$&'()*+,;=%~"
 
 class TransportError(Exception):
     """No usable response: connecting, TLS, sending or receiving failed, timed out, or the
-    peer broke HTTP framing."""
+    peer broke HTTP framing. `summary` is a fixed sentence for the user when the failure is
+    theirs to fix (a proxy, a certificate: which, and the setting to change); `retryable`
+    whether another attempt may fare better."""
+
+    summary = ""
+    retryable = True
 
 
 class InvalidURL(Exception):
@@ -259,7 +269,7 @@ async def _round_trip(
     reader = ResponseReader(request.method)
     try:
         with anyio.fail_after(policy.connect_s):
-            await connection.stream.send(request.http1)
+            await connection.stream.send(_framed(request, connection.forward))
         with anyio.fail_after(policy.head_s):  # however the head's bytes are spaced
             head = await _next_event(connection, reader, policy.inactivity_s)
         assert isinstance(head, Head)  # a reader's first event
@@ -284,5 +294,21 @@ async def _next_event(
     return event
 
 
+def _framed(request: _Request, proxy: Proxy | None) -> bytes:
+    """The request's HTTP/1.1 bytes: to the origin, or in absolute form to a proxy that
+    forwards it (its credentials for the proxy alone, which takes them off)."""
+    if proxy is None:
+        return request.http1
+    fields = request.fields
+    if proxy.authorization is not None:
+        fields = [*fields, ("proxy-authorization", proxy.authorization)]
+    absolute = f"{request.origin.scheme}://{request.fields[0][1]}{request.target}"  # Host first
+    return request_bytes(request.method, absolute, fields, request.body)
+
+
 def _failed(step: str, cause: BaseException) -> TransportError:
-    return TransportError(f"{step} failed: {type(cause).__name__}")
+    error = TransportError(f"{step} failed: {type(cause).__name__}")
+    known = connections.explained(cause)
+    if known is not None:
+        error.summary, error.retryable = known.summary, known.retryable
+    return error

@@ -1,5 +1,6 @@
 """HTTP/1.1 framing for the client side, sans-I/O (RFC 9112): the bytes of one request, and a
-reader that turns the bytes of its response into the head, the body's data and the end.
+reader that turns the bytes of its response into the head, the body's data and the end (a
+2xx answer to CONNECT has no body: a proxy's tunnel begins after its head).
 
 No sockets, no clock: bytes in, events or `ProtocolError` out. A response is untrusted input:
 its head (each skipped 1xx head alike, and how many 1xx heads come), a chunk-size line and the
@@ -83,10 +84,12 @@ class ResponseReader:
         "_no_body",
         "_scan",
         "_state",
+        "_tunnel",
     )
 
     def __init__(self, method: str) -> None:
         self._no_body = method == "HEAD"
+        self._tunnel = method == "CONNECT"  # a 2xx head ends it: the tunnel's bytes follow
         self._buffer = bytearray()
         self._closed = False  # the peer closed its side
         # "head", then the body's framing: "length"; "chunk-size", "chunk-data", "chunk-end"
@@ -110,6 +113,11 @@ class ResponseReader:
         """The response ended, framed, over HTTP/1.1 without `Connection: close`, and nothing
         beyond it arrived: the connection may carry another exchange."""
         return self._state == "done" and self._keep_alive and not self._buffer and not self._closed
+
+    @property
+    def overrun(self) -> bool:
+        """Bytes came after the response's end (a tunnel's, after a CONNECT's 2xx head)."""
+        return self._state == "done" and bool(self._buffer)
 
     def next_event(self) -> Head | bytes | Marker:
         if self._error:
@@ -162,7 +170,7 @@ class ResponseReader:
             elif name == "connection":
                 connection += value.lower().split(",")
         self._keep_alive = http11 and "close" not in (token.strip() for token in connection)
-        if self._no_body or status in _NO_BODY_STATUSES:
+        if self._no_body or status in _NO_BODY_STATUSES or (self._tunnel and status < 300):
             self._state = "done"
         elif coding:  # it wins over Content-Length, and a response with both is not trusted
             self._keep_alive &= not lengths

@@ -41,7 +41,7 @@ from h2.events import (
 from h2.exceptions import H2Error, ProtocolError
 from h2.settings import SettingCodes, Settings
 
-from magi_code.providers.connections import Unprocessed
+from magi_code.providers.connections import Unprocessed, explained
 from magi_code.providers.http1 import Head
 from magi_code.providers.limits import GOODBYE_S, INFORMATIONAL_HEADS, RESPONSE_HEAD_BYTES
 
@@ -245,7 +245,8 @@ class Http2Connection:
         except anyio.EndOfStream:
             data = b""
         except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-            self._break(ConnectionResetError(f"receiving failed: {type(exc).__name__}"))
+            failed = ConnectionResetError(f"receiving failed: {type(exc).__name__}")
+            self._break(explained(exc) or failed)  # a client certificate refused says so
             return
         if not data:
             self._break(ConnectionResetError("the peer closed the connection"))
