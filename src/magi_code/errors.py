@@ -15,6 +15,7 @@ the ones the specs publish, so moving a class in this tree never changes what go
     ├── SignInFailed                providers/signin.py: sign_in_failed
     ├── ConfigError                 config/__init__.py: ConfigCode
     │   ├── SettingsError           configuration_invalid (config/settings.py)
+    │   │   └── ModelUnknown        configuration_invalid: a model its provider does not offer
     │   ├── SettingsFileError       settings_file_failed (config/settings_file.py)
     │   └── CredentialsError        credentials_failed (config/credentials.py)
     ├── ContextError                context/__init__.py: ContextCode
@@ -48,15 +49,19 @@ Uncoded, and caught where they are raised (control flow or a transport's own con
 never a failure a wire reports by code): providers: http._Failed (wraps a ProviderError),
 clients.TransportError and clients.InvalidURL (http.py reads them as transport_failed and
 refused), http1.ProtocolError (clients reads it as a TransportError), connections.Unprocessed
-(a ConnectionError: the request is worth one new connection);
+(a ConnectionError: the request is worth one new connection), network.NetworkFailure (an
+OSError: a proxy or certificate the user must fix; its sentence becomes the TransportError's);
 tools: NotRegularFile and ProtectedFile (OSErrors: not a regular file; a hard link to a
-protected one), sandbox.spawn.SandboxFailed (an OSError: the child could not enter its
-sandbox; the call fails), code_child.ToolError (what a Code Mode program catches);
+protected one), images.ImageRefused (a ValueError: an image no model is sent; its word and
+sentence become the call's failure, or a face's refusal of an attachment),
+web_fetch.FetchRefused (the fetch stops there: its word and sentence become the call's
+failure), sandbox.spawn.SandboxFailed (an OSError: the child could not enter its sandbox; the
+call fails), code_child.ToolError (what a Code Mode program catches);
 mcp: LoginFailed, LoginRequired, CommandError (a line and an exit status); local_agent:
 OversizeFrame, UnencodableFrame, OutputFailed, ChannelFull; runner.turn: OutputUnavailable;
 client: ErrorResponse, ChildGone; context: confined.Refused (an OSError: a file outside its
 root, or not a regular file; a notice names it); records: FrozenRecordError (an AttributeError, as
-dataclasses' FrozenInstanceError); mission_control.console: Quit; exec: UsageError (exit 2,
+dataclasses' FrozenInstanceError); mission_control.console: Quit; arguments: UsageError (exit 2,
 its message for the terminal); acp: MessageTooLarge, UnsupportedContent (answered by the
 ACP SDK's own error codes).
 

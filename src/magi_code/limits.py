@@ -83,6 +83,9 @@ SETTINGS_DEPTH = 32
 # A settings file's parse is cached (MC_HOME/cache) only once the file has been unchanged this
 # long: a later change then always shows in its modification or change time.
 SETTINGS_SETTLED_NS = 2_000_000_000
+# A settings error or warning shows a name or value from the file (a key, the TOML parser's
+# phrase, a bad value, a model's name) only up to this many characters.
+SETTINGS_SHOWN_CHARS = 80
 
 # JSON from outside (untrusted_json.py): provider events, ACP messages, Code Mode calls
 UNTRUSTED_JSON_DEPTH = 200  # containers; deeper is refused, well before Python's recursion limit

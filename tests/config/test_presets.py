@@ -20,7 +20,7 @@ def admitted_with(tmp_path: Path, settings: str, env: dict[str, str]) -> str:
 def test_a_keyed_preset_takes_its_key_from_its_variable(
     tmp_path: Path, provider: str, variable: str
 ) -> None:
-    settings = f'provider = "{provider}"\nmodel = "m"\n'
+    settings = f'provider = "{provider}"\n'  # its default model, from the built-in catalog
     assert admitted_with(tmp_path, settings, {variable: "sk-test"}) == provider
     with pytest.raises(StartupError) as caught:
         admitted_with(tmp_path, settings, {})

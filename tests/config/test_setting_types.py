@@ -47,7 +47,12 @@ SAMPLE: dict[str, Any] = {
     "approval_mode": "ask",
     "code_mode": False,
     "providers": {
-        "fixture": {"models": ["fixture-model"], "discover": False, "context_window": 1000},
+        "fixture": {
+            "models": ["fixture-model"],
+            "discover": False,
+            "context_window": 1000,
+            "images": False,
+        },
         "openai": {
             "wire_api": "openai-responses",
             "base_url": "https://api.openai.com/v1",
@@ -79,14 +84,22 @@ SAMPLE: dict[str, Any] = {
         "default_read": "allow",
         "default_write": "ask",
         "default_shell": "ask",
-        "rules": [{"tool": "shell", "decision": "ask", "command": "git *", "path": "src/**"}],
-        "project_rules": [{"tool": "shell", "decision": "deny", "command": "rm *", "path": "/"}],
+        "rules": [
+            {"tool": "*", "decision": "ask", "command": "git *", "path": "src/**", "domain": "a.b"}
+        ],
+        "project_rules": [
+            {"tool": "*", "decision": "deny", "command": "rm *", "path": "/", "domain": "a.b"}
+        ],
         "code_mode": {
             "default_read": "allow",
             "default_write": "deny",
             "default_shell": "deny",
-            "rules": [{"tool": "shell", "decision": "ask", "command": "ls", "path": "a"}],
-            "project_rules": [{"tool": "shell", "decision": "deny", "command": "rm", "path": "b"}],
+            "rules": [
+                {"tool": "*", "decision": "ask", "command": "ls", "path": "a", "domain": "a.b"}
+            ],
+            "project_rules": [
+                {"tool": "*", "decision": "deny", "command": "rm", "path": "b", "domain": "a.b"}
+            ],
         },
     },
     "hooks": {
@@ -100,6 +113,13 @@ SAMPLE: dict[str, Any] = {
     "melchior": {"talk": "instance"},
     "shell": {"env_keep": ["MY_TOOL_*"]},
     "subagents": {"max_concurrent": 2, "max_depth": 1},
+    "web": {"search": False, "allow_private": False},
+    "network": {
+        "proxy": "http://proxy.example:3128",
+        "ca_bundle": os.devnull,  # startup asks only that the files exist
+        "client_cert": os.devnull,
+        "client_key": os.devnull,
+    },
 }
 NESTED = {"x": {"y": {"z": [{"w": 1}]}}}
 VALUES: list[object] = [

@@ -15,7 +15,8 @@ KEPT, DROPPED = "kept", "dropped"
 # (project TOML, key as reported, where the value lands, untrusted, trusted)
 ROWS: list[tuple[str, str, tuple[str, ...], str, str]] = [
     ('provider = "openai"', "provider", ("provider",), KEPT, KEPT),
-    ('model = "m2"', "model", ("model",), KEPT, KEPT),
+    # (a model its provider offers: an untrusted one it does not is dropped as not valid)
+    ('model = "m2"\n[providers.fixture]\nmodels = ["m2"]', "model", ("model",), KEPT, KEPT),
     ('thinking = "high"', "thinking", ("thinking",), KEPT, KEPT),
     ('agent = "default"', "agent", ("agent",), KEPT, KEPT),
     ('instructions = ["/etc/hostname"]', "instructions", ("instructions",), DROPPED, KEPT),

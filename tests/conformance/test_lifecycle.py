@@ -221,13 +221,15 @@ def test_unwritable_home_is_startup_failed(spawn: Spawn, tmp_path: Path) -> None
 
 def test_names_that_look_secret_or_are_long_are_null(spawn: Spawn, home: Path) -> None:
     home.mkdir()
-    (home / "settings.toml").write_text(
-        'model = "sk-proj-ABCDEFGHIJKLMNOPQRSTUV"\n[providers.fixture]\nwire_api = "fixture"\n'
-    )
+
+    def offered(model: str) -> str:  # a model is one its provider offers (known_models.py)
+        return f'model = "{model}"\n[providers.fixture]\nmodels = ["{model}"]\n'
+
+    (home / "settings.toml").write_text(offered("sk-proj-ABCDEFGHIJKLMNOPQRSTUV"))
     assert initialize(spawn())["status"]["model"] is None
-    (home / "settings.toml").write_text(f'model = "{"m" * (limits.NAME_BYTES + 1)}"\n')
+    (home / "settings.toml").write_text(offered("m" * (limits.NAME_BYTES + 1)))
     assert initialize(spawn())["status"]["model"] is None
-    (home / "settings.toml").write_text(f'model = "{"m" * limits.NAME_BYTES}"\n')
+    (home / "settings.toml").write_text(offered("m" * limits.NAME_BYTES))
     assert initialize(spawn())["status"]["model"] == "m" * limits.NAME_BYTES
 
 

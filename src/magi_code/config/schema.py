@@ -56,7 +56,13 @@ class ListOf:
         self.shape = shape
 
 
-RULE: dict[str, Shape] = {"tool": STRING, "decision": STRING, "command": STRING, "path": STRING}
+RULE: dict[str, Shape] = {
+    "tool": STRING,
+    "decision": STRING,
+    "command": STRING,
+    "path": STRING,
+    "domain": STRING,
+}
 DECISIONS: dict[str, Shape] = {
     "default_read": STRING,
     "default_write": STRING,
@@ -73,6 +79,7 @@ PROVIDER: dict[str, Shape] = {
     "context_window": POSITIVE,
     "token_url": STRING,
     "client_id": STRING,
+    "images": SWITCH,  # the models take images (providers/catalog.py `accepts_images`)
 }
 MCP_SERVER: dict[str, Shape] = {
     "command": STRING,
@@ -104,6 +111,8 @@ SETTINGS: dict[str, Shape] = {
     "melchior": {"talk": STRING},
     "shell": {"env_keep": STRINGS},
     "subagents": {"max_concurrent": COUNT, "max_depth": COUNT},
+    "web": {"search": SWITCH, "allow_private": SWITCH},
+    "network": {"proxy": STRING, "ca_bundle": STRING, "client_cert": STRING, "client_key": STRING},
 }
 
 

@@ -9,8 +9,14 @@ not parse, is not UTF-8, nests too deeply, is not a regular file, cannot be read
 whole and reported the same way, with the line and column at fault; a trusted project's file
 and the global file fail as ever. A value of the wrong type (config/schema.py has every known
 key's) is a `SettingsError` naming the key; an untrusted project's is dropped (config/trust.py).
-Loading reads files and never writes them. Errors are `SettingsError` with no file content;
-a file nested deeper than SETTINGS_DEPTH is one (and so never reaches recursive code).
+A key the schema does not know is warned about with the closest known key (`unknown_keys`).
+A selection that names no model gets its provider's default (providers/known_models.py); a
+model its provider does not offer is `ModelUnknown` at admitted startup (`check_model`), the
+close matches named, and an untrusted project's is dropped as not valid.
+Loading reads files and never writes them. Errors are `SettingsError` naming the file, the line
+and column (TOML, with the parser's phrase when plain), the key, the value (a short printable
+one, never one that looks secret: `known_models.shown`) and the choices, and nothing else of
+the file; a file nested deeper than SETTINGS_DEPTH is one (and so never reaches recursive code).
 """
 
 from __future__ import annotations
@@ -20,18 +26,20 @@ from collections.abc import Mapping
 
 from magi_code import cache
 from magi_code.config import ConfigError, schema
-from magi_code.limits import SETTINGS_DEPTH, SETTINGS_SETTLED_NS
+from magi_code.limits import SETTINGS_DEPTH, SETTINGS_SETTLED_NS, SETTINGS_SHOWN_CHARS
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any, AnyStr, BinaryIO
 
     from magi_code.config import ConfigCode
     from magi_code.config.trust import Dropped
 
+# No default `model`: a selection that names none gets its provider's default (the preset's,
+# from the built-in catalog, or the first it lists), so `provider = "openai"` works alone.
 DEFAULTS: dict[str, Any] = {
     "provider": "fixture",
-    "model": "fixture-model",
     "thinking": None,
     "agent": "default",
     "providers": {
@@ -68,6 +76,11 @@ class SettingsError(ConfigError):
     reason = "not valid"
 
 
+class ModelUnknown(SettingsError):
+    """The selected model is not one its provider offers (providers/known_models.py); the
+    message names the close matches."""
+
+
 def _unusable(message: str, reason: str) -> SettingsError:
     error = SettingsError(message)
     error.reason = reason
@@ -76,9 +89,9 @@ def _unusable(message: str, reason: str) -> SettingsError:
 
 class Loaded:
     """Merged settings, the layers beneath the project file, the project layer as trust
-    admitted it, and what trust decided."""
+    admitted it, what trust decided, and the keys of either file that are no setting."""
 
-    __slots__ = ("base", "dropped", "project", "settings", "trusted")
+    __slots__ = ("base", "dropped", "project", "settings", "trusted", "unknown")
 
     def __init__(
         self,
@@ -87,9 +100,15 @@ class Loaded:
         project: dict[str, Any],
         trusted: bool,
         dropped: list[Dropped],
+        unknown: list[Dropped] | None = None,
     ) -> None:
         self.settings, self.base, self.project = settings, base, project
-        self.trusted, self.dropped = trusted, dropped
+        self.trusted, self.dropped, self.unknown = trusted, dropped, unknown or []
+
+    def warnings(self) -> list[Dropped]:
+        """What a face warns of: each key that is no setting (its warning names the closest
+        known key), then each key trust dropped that is not one of those."""
+        return [*self.unknown, *(d for d in self.dropped if d not in self.unknown)]
 
 
 def read_toml(
@@ -105,14 +124,17 @@ def read_toml(
     except FileNotFoundError:
         return {}
     except OSError as exc:
-        raise _unusable("unreadable settings file", "not readable") from exc
+        raise _unusable(f"{path}: the settings file cannot be read", "not readable") from exc
     with handle:
         key = _identity(path, handle.fileno()) if cache_file else None
         if cache_file and key:
             kept = cache.kept(cache_file, key)
             if isinstance(kept, dict) and not too_deep(kept):
                 return kept
-        data = _parse(handle)
+        try:
+            data = _parse(handle)
+        except SettingsError as exc:  # named with its file
+            raise _unusable(f"{path}: {exc}", exc.reason) from exc.__cause__
     if cache_file and key and _settled(key):
         cache.keep(cache_file, key, data)
     return data
@@ -130,40 +152,52 @@ def _open(path: str, regular_only: bool) -> BinaryIO:
         raise
     if not regular:
         os.close(fd)
-        raise _unusable("unreadable settings file", "not a regular file")
+        raise _unusable(f"{path}: the settings file is not a regular file", "not a regular file")
     return os.fdopen(fd, "rb")
 
 
 def _parse(handle: BinaryIO) -> dict[str, Any]:
     """What `tomllib.load` does, each failure with its reason (and position: line and column,
-    counted as tomllib counts them)."""
+    counted as tomllib counts them). For TOML the message adds the parser's own phrase when it
+    is plain (the `reason`, for a warning about an untrusted file, never carries it: that
+    phrase may quote the file)."""
     import tomllib  # only when a file must be parsed: it costs milliseconds at startup
 
     try:
         raw = handle.read()
     except OSError as exc:
-        raise _unusable("unreadable settings file", "not readable") from exc
+        raise _unusable("the settings file cannot be read", "not readable") from exc
     try:
         text = raw.decode()
     except UnicodeDecodeError as exc:
-        where = _position(raw, b"\n", exc.start)
-        raise _unusable("unreadable settings file", f"not valid UTF-8{where}") from exc
+        reason = "not valid UTF-8" + _position(raw, b"\n", exc.start)
+        raise _unusable(reason, reason) from exc
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         import re
 
-        found = re.search(r"\(at line (\d+), column (\d+)\)$", str(exc))  # where tomllib says
-        if found:
-            where = f" at line {found[1]}, column {found[2]}"
+        said, found = str(exc), re.search(r" \(at line (\d+), column (\d+)\)$", str(exc))
+        if found:  # where tomllib says
+            where, said = f" at line {found[1]}, column {found[2]}", said[: found.start()]
         else:  # "(at end of document)"
-            where = _position(text, "\n", len(text))
-        raise _unusable("unreadable settings file", f"not valid TOML{where}") from exc
+            where, said = _position(text, "\n", len(text)), said.partition(" (at ")[0]
+        reason = f"not valid TOML{where}"
+        raise _unusable(f"{reason}{_plain(said)}", reason) from exc
     except RecursionError as exc:
-        raise _unusable("unreadable settings file", "nested too deeply") from exc
+        raise _unusable("nested too deeply", "nested too deeply") from exc
     if too_deep(data):
-        raise _unusable("settings nested too deeply", "nested too deeply")
+        raise _unusable("nested too deeply", "nested too deeply")
     return data
+
+
+def _plain(phrase: str) -> str:
+    """`: phrase` for the parser's phrase when it is short printable ASCII and nothing in it
+    looks like a secret; else nothing."""
+    from magi_code.redact import looks_secret
+
+    fits = phrase.isascii() and phrase.isprintable() and 0 < len(phrase) <= SETTINGS_SHOWN_CHARS
+    return f": {phrase}" if fits and not looks_secret(phrase) else ""
 
 
 def _position(text: AnyStr, newline: AnyStr, offset: int) -> str:
@@ -240,14 +274,16 @@ def load_layers(
     workspace's trust decides what of it applies (an untrusted one that cannot be used at all
     is ignored: a `Dropped` with no key). `may_trust` False (a subagent of an untrusted
     parent) treats a trusted workspace as untrusted. With `cache_home` (MC_HOME) the files'
-    parses are cached there (`read_toml`)."""
+    parses are cached there (`read_toml`). A key config/schema.py does not know, in either
+    file, is in `unknown` (nothing reads it): its warning names the closest known key.
+    A selection that names no model gets its provider's default (`known_models`)."""
     from magi_code.config import trust
 
     def cache_file(name: str) -> str | None:
         return cache.named(cache_home, name) if cache_home is not None else None
 
     global_settings = read_toml(global_file, cache_file(GLOBAL_PARSE))
-    base = base_layers(global_settings)
+    base = base_layers(global_settings, global_file)
     workspace = os.path.dirname(os.path.dirname(project_file))
     trusted = may_trust and trust.is_trusted(workspace, global_settings)
     # In the folder that holds MC_HOME (cwd = ~), the "project" file is the global one.
@@ -262,29 +298,195 @@ def load_layers(
                 raise
             unusable.append(trust.Dropped("", project_file, False, exc.reason))
     project, dropped = trust.admit_project(raw, base, trusted, project_file)
+    if not trusted:
+        home = os.path.dirname(global_file)
+        project = _offered_selection(base, project, home, (dropped, project_file))
     settings = merge(base, project)
-    validate(settings)
-    return Loaded(settings, base, project, trusted, [*unusable, *dropped])
+    validate(settings, {project_file: project, global_file: global_settings})
+    with_default_model(settings)
+    unknown = [*unknown_keys(global_settings, global_file), *unknown_keys(raw, project_file)]
+    return Loaded(settings, base, project, trusted, [*unusable, *dropped], unknown)
 
 
-def base_layers(global_settings: Mapping[str, Any]) -> dict[str, Any]:
+def base_layers(
+    global_settings: Mapping[str, Any], global_file: str | None = None
+) -> dict[str, Any]:
     """Defaults, presets and the global settings: what no project file has touched. A value
     of the wrong type in the global file fails here, whatever a project file says."""
     base = merge(DEFAULTS, global_settings)
-    check_types(base)
+    check_types(base, {global_file: global_settings} if global_file else {})
     return base
 
 
-def check_types(settings: Mapping[str, Any]) -> None:
-    """Every known key's value has its type (config/schema.py), or SettingsError names it."""
+def check_types(settings: Mapping[str, Any], files: Mapping[str, Mapping[str, Any]]) -> None:
+    """Every known key's value has its type (config/schema.py), or SettingsError names it,
+    the value it has and the first of `files` (path: its own settings) that sets it."""
     found = schema.fault(settings)
     if found is not None:
         path, wanted = found
-        raise SettingsError(f"{schema.shown(path)} must be {wanted}")
+        value = _what(_at(settings, path))
+        raise SettingsError(
+            f"{schema.shown(path)} must be {wanted}, not {value}{_where(path, files)}"
+        )
 
 
-def validate(settings: Mapping[str, Any]) -> None:
-    """The merged settings: every type, and a selected provider that is configured."""
-    check_types(settings)
-    if settings["provider"] not in settings["providers"]:
-        raise SettingsError("the selected provider is not configured")
+def _at(layer: object, path: tuple[str | int, ...]) -> object:
+    """The value at `path` in `layer`; KeyError when it holds none there."""
+    for part in path:
+        if isinstance(layer, dict) and part in layer:
+            layer = layer[part]
+            continue
+        if not (isinstance(layer, list) and isinstance(part, int) and part < len(layer)):
+            raise KeyError(part)
+        layer = layer[part]
+    return layer
+
+
+def _what(value: object) -> str:
+    """A value as a short phrase: a number or switch as TOML writes it, a string in
+    backquotes (`known_models.shown`), else its kind."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str):
+        from magi_code.providers.known_models import shown
+
+        return shown(value) if value else "an empty string"
+    return (
+        "a table"
+        if isinstance(value, dict)
+        else "a list"
+        if isinstance(value, list)
+        else "a date or time"
+    )
+
+
+def _where(path: tuple[str | int, ...], files: Mapping[str, Mapping[str, Any]]) -> str:
+    """` (in FILE)` for the first file whose own settings hold `path`; else nothing."""
+    for file, layer in files.items():
+        try:
+            _at(layer, path)
+        except KeyError:
+            continue
+        return f" (in {file})"
+    return ""
+
+
+def validate(
+    settings: Mapping[str, Any], files: Mapping[str, Mapping[str, Any]] | None = None
+) -> None:
+    """The merged settings: every type, and a selected provider that is configured. `files`
+    (path: its own settings, the project's first) say which file set a bad value."""
+    from magi_code.providers.known_models import one_of, shown
+
+    files = files or {}
+    check_types(settings, files)
+    provider, providers = settings["provider"], settings["providers"]
+    if provider not in providers:
+        raise SettingsError(
+            f"the selected provider is not configured: provider = {shown(provider)}"
+            f"{_where(('provider',), files)}{one_of(provider, sorted(providers))}"
+        )
+
+
+def with_default_model(settings: dict[str, Any]) -> None:
+    """A selection that names no model takes its provider's default: the preset's (the
+    built-in catalog), else the first model the provider lists; none when it lists none
+    (`check_model` then says so)."""
+    if "model" in settings:
+        return
+    from magi_code.providers.known_models import default_model
+
+    provider = settings["provider"]
+    model = default_model(provider, settings["providers"][provider])
+    if model is not None:
+        settings["model"] = model
+
+
+def _offered_selection(
+    base: dict[str, Any],
+    project: dict[str, Any],
+    mc_home: str,
+    drops: tuple[list[Dropped], str],
+) -> dict[str, Any]:
+    """An untrusted project's `model`, then `provider`, dropped as not valid while the
+    selection names a model its provider does not offer: untrusted input never stops startup
+    (`check_model` would refuse it)."""
+    from magi_code.config.trust import INVALID, Dropped
+
+    dropped, file = drops
+    for key in ("model", "provider"):
+        settings = merge(base, project)
+        provider = settings.get("provider")
+        if key not in project or not isinstance(provider, str) or _offers(settings, mc_home):
+            continue
+        project = {k: v for k, v in project.items() if k != key}
+        dropped.append(Dropped(key, file, False, INVALID))
+    return project
+
+
+def _offers(settings: dict[str, Any], mc_home: str) -> bool:
+    """Whether the selection's model (or its provider's default) is one it offers; True for
+    a selection other checks refuse (a provider that is not configured, a value's type)."""
+    from magi_code.providers.known_models import refusal
+
+    conf = settings.get("providers", {}).get(settings["provider"])
+    if not isinstance(conf, dict) or schema.fault(settings) is not None:
+        return True
+    with_default_model(settings)
+    model = settings.get("model")
+    return isinstance(model, str) and refusal(settings["provider"], conf, model, mc_home) is None
+
+
+def check_model(
+    settings: Mapping[str, Any], mc_home: str | None, dropped: Sequence[Dropped] = ()
+) -> None:
+    """The selected model is one its provider offers (providers/known_models.py: what it
+    lists, the built-in catalog, what discovery cached in `mc_home`), or `ModelUnknown` says
+    which models are close, and the first key of `dropped` that is no setting (a misspelled
+    `provider` most often). Admitted startup runs it, for every face."""
+    from magi_code.config.trust import UNKNOWN
+    from magi_code.providers.known_models import refusal, shown
+
+    provider = settings["provider"]
+    model = settings.get("model")
+    refused = refusal(provider, settings["providers"][provider], model, mc_home) if model else None
+    if model is None:
+        refused = f"no `model` is set, and the provider {shown(provider)} has no default: set one"
+    if refused is not None:
+        unknown = next((d.warning() for d in dropped if d.reason == UNKNOWN), None)
+        raise ModelUnknown(refused + (f"; and {unknown}" if unknown else ""))
+
+
+def unknown_keys(layer: Mapping[str, Any], file: str) -> list[Dropped]:
+    """A `Dropped` for each key of one file's settings that config/schema.py does not know,
+    with the closest known key beside it. Tables and each entry of a named-entries table are
+    walked; the tables in a list (rules, hooks) are not: their modules refuse an unknown key."""
+    from magi_code.config.trust import UNKNOWN, Dropped
+
+    found: list[Dropped] = []
+
+    def walk(value: object, shape: object, prefix: str) -> None:
+        if isinstance(shape, schema.Each) and isinstance(value, dict):
+            for name, item in value.items():
+                walk(item, shape.shape, f"{prefix}{name}.")
+        elif isinstance(shape, dict) and isinstance(value, dict):
+            for key, item in value.items():
+                if key in shape:
+                    walk(item, shape[key], f"{prefix}{key}.")
+                else:
+                    guess = _closest(key, shape)
+                    found.append(
+                        Dropped(prefix + key, file, False, UNKNOWN, guess and prefix + guess)
+                    )
+
+    walk(layer, schema.SETTINGS, "")
+    return found
+
+
+def _closest(key: str, known: Mapping[str, object]) -> str | None:
+    from difflib import get_close_matches
+
+    close = get_close_matches(key, list(known), n=1, cutoff=0.6)
+    return close[0] if close else None

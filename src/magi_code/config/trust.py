@@ -21,6 +21,8 @@ What `<cwd>/.magi-code/settings.toml` may set (README, "Security model", shows t
 | sandbox.mode / network / writable_roots / deny_read         | narrow (5)| narrow  |
 | approval_mode                                               | no        | no      |
 | shell (env_keep: names kept in the tools' environment)      | no        | no      |
+| web (search, allow_private: what web_fetch may reach)       | no        | no      |
+| network (proxy, ca_bundle, client_cert, client_key)         | no        | no      |
 | mcp.approved, permissions.trusted_projects,                 | no        | no      |
 | sessions.retention_days                                     |           |         |
 | mcp.servers.*.headers / bearer_token_env (credentials)      | no        | no      |
@@ -80,6 +82,8 @@ TOP_LEVEL = {
     "agents": TRUSTED,
     "approval_mode": NEVER,  # the global `auto` (or `ask`); faces' flags choose per launch
     "shell": NEVER,  # env_keep: names the tools' environment keeps (runner/environment.py)
+    "web": NEVER,  # search, allow_private (tools/web_fetch.py): the user's own choice
+    "network": NEVER,  # the proxy and certificates of every request (providers/network.py)
 }
 PERMISSIONS = {
     "default_read": NARROW,
@@ -103,6 +107,7 @@ KNOWN_PROVIDER_FIXED = frozenset({"base_url", "wire_api"})  # where the user sen
 DEFAULT_DECISIONS = {"default_read": "allow", "default_write": "ask", "default_shell": "ask"}
 STRICTNESS = ("allow", "ask", "deny")
 INVALID = "not valid"  # the reason of a value dropped because startup would refuse it
+UNKNOWN = "not a setting"  # the reason of a key config/schema.py does not know (nothing reads it)
 # Project locations (under <cwd>/.magi-code/) that only a trusted workspace reads.
 PROJECT_LOCATIONS = ("settings.toml", "agents", "skills", "hooks", "mcp.json")
 
@@ -110,14 +115,21 @@ PROJECT_LOCATIONS = ("settings.toml", "agents", "skills", "hooks", "mcp.json")
 class Dropped:
     """One key a project file set and may not: its dotted name, the file's path, whether
     trusting the folder would let it through, and a reason other than trust (`INVALID`, or
-    what is wrong with a file dropped whole: then `key` is empty)."""
+    what is wrong with a file dropped whole: then `key` is empty). Or a key of any settings
+    file that is no setting at all (`UNKNOWN`), with the closest known key (`guess`)."""
 
-    __slots__ = ("file", "key", "needs_trust", "reason")
+    __slots__ = ("file", "guess", "key", "needs_trust", "reason")
 
     def __init__(
-        self, key: str, file: str, needs_trust: bool = True, reason: str | None = None
+        self,
+        key: str,
+        file: str,
+        needs_trust: bool = True,
+        reason: str | None = None,
+        guess: str | None = None,
     ) -> None:
         self.key, self.file, self.needs_trust, self.reason = key, file, needs_trust, reason
+        self.guess = guess
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Dropped) and (self.key, self.file) == (other.key, other.file)
@@ -127,9 +139,20 @@ class Dropped:
 
     def warning(self) -> str:
         why = "this folder is not trusted" if self.needs_trust else "only global settings may"
-        key = "".join(c if c.isprintable() else "?" for c in self.key)  # the file's own text
+        key = _printable(self.key)  # the file's own text
         what = f"{key} from {self.file}" if key else self.file
+        if self.reason == UNKNOWN:
+            guess = f": did you mean `{_printable(self.guess)}`?" if self.guess else ""
+            return f"ignored {what} ({UNKNOWN}{guess})"
         return f"ignored {what} ({self.reason or why})"
+
+
+def _printable(name: str) -> str:
+    """A name from a settings file, its unprintable characters as `?`, bounded."""
+    from magi_code.limits import SETTINGS_SHOWN_CHARS
+
+    shown = "".join(c if c.isprintable() else "?" for c in name)
+    return shown if len(shown) <= SETTINGS_SHOWN_CHARS else shown[: SETTINGS_SHOWN_CHARS - 1] + "…"
 
 
 def trusted_paths(global_settings: Mapping[str, Any]) -> list[str]:

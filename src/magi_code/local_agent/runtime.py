@@ -370,11 +370,13 @@ class LocalRuntime:
         return Selection(self.provider or "", self.model or "", self.thinking)
 
     def _available(self, provider: str, model: str) -> bool:
+        """The one rule for a model name (providers/known_models.py), as startup applies it:
+        the settings, the built-in catalog and the cached model availability."""
+        from magi_code.providers.known_models import refusal
+
         conf = self.admitted.settings.get("providers", {}).get(provider)
-        if not isinstance(conf, dict):
-            return False
-        models = conf.get("models")
-        return not isinstance(models, list) or model in models
+        home = self.admitted.paths.home
+        return isinstance(conf, dict) and refusal(provider, conf, model, home) is None
 
     def on_history(self, request: Request) -> None:
         exact(

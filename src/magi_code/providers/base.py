@@ -1,8 +1,11 @@
 """The neutral contract between the runner and every provider wire API.
 
 The runner builds a `ModelRequest` from history and consumes the `ProviderEvent`s a provider
-streams. Providers raise `ProviderError` with a closed code; its text never carries a body,
-a URL with credentials, or a token.
+streams. Providers raise `ProviderError` with a closed code; its text and summary never carry
+a body, a URL with credentials, or a token. What the provider itself said (`said`: the message
+of its error body, bounded and redacted) and what to do (`advice`) go to a person's face only,
+through `failure_detail`, never onto a protocol wire (providers/error_body.py and
+providers/failures.py make them).
 """
 
 from collections.abc import AsyncIterator, Sequence
@@ -15,8 +18,21 @@ from magi_code.records import field, record
 
 
 @record
+class ImagePart:
+    """An image for the model: its bytes in base64 (as every wire sends them and the session
+    stores them), its media type (image/png, image/jpeg, image/gif or image/webp), and the
+    short description (type, dimensions, size) a model that takes no images is sent instead.
+    Made only by tools/images.py, within its bounds."""
+
+    media_type: str
+    data: str = field(repr=False)
+    description: str
+
+
+@record
 class UserText:
     text: str
+    images: tuple[ImagePart, ...] = ()  # what the user attached to the prompt
 
 
 @record
@@ -39,6 +55,7 @@ class ToolResult:
     call_id: str
     output: str
     is_error: bool = False
+    images: tuple[ImagePart, ...] = ()  # a result may carry images beside its text
 
 
 Item = UserText | AssistantText | ToolCall | ToolResult
@@ -60,6 +77,20 @@ class ModelRequest:
     thinking: str | None = None
     max_output_tokens: int | None = None
     purpose: Literal["turn", "compaction"] = "turn"  # a compaction asks for a summary
+    # The model takes images (providers/catalog.py `accepts_images`); else each image goes as
+    # its description (`described`).
+    images: bool = False
+    web_search: bool = False  # offer the provider's own web search tool, where it has one
+
+
+def described(image: ImagePart) -> str:
+    """What a model that takes no images is told of one."""
+    return f"[image not shown: this model does not take images; {image.description}]"
+
+
+def data_url(image: ImagePart) -> str:
+    """The image as a data URL (OpenAI's wires)."""
+    return f"data:{image.media_type};base64,{image.data}"
 
 
 # ---- streamed events -----------------------------------------------------------------------
@@ -141,6 +172,12 @@ class ProviderError(MagiError):
     # A fixed sentence for the user in place of the code's own summary, when the failure is
     # known more closely than its class (never a body, a URL or what the peer sent).
     summary: str = field(default="", repr=False)
+    # For a person's face only (failure_detail), never a wire: the message of the error body
+    # (error_body.provider_message: bounded, redacted, no control characters), what to do about
+    # it for this provider (failures.Advice), and the wait a failed answer asked for.
+    said: str = field(default="", repr=False)
+    advice: str = field(default="", repr=False)
+    retry_after_s: float | None = None
 
     def __str__(self) -> str:
         return self.code if self.status is None else f"{self.code} (HTTP {self.status})"
@@ -162,6 +199,17 @@ def failure_summary(error: ProviderError) -> str:
     sentence) and HTTP status, never the body, the URL or a credential."""
     summary = error.summary or _FAILURE_SUMMARIES[error.code]
     return summary if error.status is None else f"{summary} (HTTP {error.status})"
+
+
+def failure_detail(error: ProviderError) -> str:
+    """The failure for a person's face (Mission Control, exec's stderr, ACP's message; never
+    a protocol wire): its summary, what the provider said, and what to do; "" when there is
+    nothing to add to the summary."""
+    if not error.said and not error.advice:
+        return ""
+    said = f' The provider said: "{error.said}".' if error.said else ""
+    advice = f" {error.advice}" if error.advice else ""
+    return f"{failure_summary(error)}{said}{advice}"
 
 
 class Provider(Protocol):

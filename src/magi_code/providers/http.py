@@ -10,6 +10,8 @@ It owns the mapping from HTTP outcomes to `ProviderError` codes:
     connect/read failure,
     inactivity timeout,
     a stream with no event   -> transport_failed  (retried)
+    a proxy or certificate
+    the user must fix        -> transport_failed  (not retried; a sentence names the setting)
     bad UTF-8, oversize event-> malformed_stream  (retried)
     2xx not an event stream  -> malformed_stream  (not retried: the base URL is wrong)
     4xx with a complete body
@@ -17,11 +19,15 @@ It owns the mapping from HTTP outcomes to `ProviderError` codes:
     other 4xx                -> refused
 
 A retry happens only before the first event was handed on: after that a retry would repeat
-output, so the error goes up with `retryable` set. No attempt starts, none waits for its
-head, and no retry waits for its first event, past the policy's `request_s` after the first
-attempt began. It must never log or raise a response body, a credential, or a URL's query
-or user info. Requests go through `clients` (pooled connections per origin), imported only
-when the first request is made.
+output, so the error goes up with `retryable` set. A failed status is retried after the delay
+its answer asks for (`retry-after-ms`, else `retry-after` in seconds or as an HTTP date), else
+after a full-jitter backoff (a random share of the doubling delay, capped); `x-should-retry:
+true|false` overrides whether its status is worth a retry. A delay asked for past the cap
+(`max_delay_s`) is not waited for: the error goes up at once, saying how long the provider
+asked to wait. No attempt starts, none waits for its head, and no retry waits for its first
+event, past the policy's `request_s` after the first attempt began. It must never log or raise
+a response body, a credential, or a URL's query or user info. Requests go through `clients`
+(pooled connections per origin), imported only when the first request is made.
 """
 
 from __future__ import annotations
@@ -47,10 +53,10 @@ from magi_code.providers.limits import (
     STREAM_DRAIN_S,
 )
 from magi_code.providers.sse import SSEDecoder, SSEError, SSEEvent
-from magi_code.records import field, record
+from magi_code.records import field, record, replace
 
 if TYPE_CHECKING:
-    from magi_code.providers.clients import Response
+    from magi_code.providers.clients import Response, TransportError
 
 _OVERFLOW_MARKERS = (
     "context_length_exceeded",
@@ -77,6 +83,12 @@ def default_is_overflow(body: str) -> bool:
     return any(marker in low for marker in _OVERFLOW_MARKERS)
 
 
+def _uniform() -> float:
+    from random import random
+
+    return random()
+
+
 @record
 class HttpPolicy:
     """Every bound of one provider connection; tests inject short ones."""
@@ -92,6 +104,7 @@ class HttpPolicy:
     request_s: float = REQUEST_DEADLINE_S
     keepalive_s: float = KEEPALIVE_S
     sleep: Callable[[float], Awaitable[None]] = field(default=anyio.sleep)
+    jitter: Callable[[], float] = field(default=_uniform)  # in [0, 1): a backoff's share
     is_overflow: Callable[[str], bool] = field(default=default_is_overflow)
 
 
@@ -142,8 +155,12 @@ async def _read_error_body(response: Response, policy: HttpPolicy) -> BoundedBod
     return BoundedBody("", False)
 
 
-def status_error(status: int, body: BoundedBody, policy: HttpPolicy) -> ProviderError:
-    """The code for a failed status. A lost body never changes the status's class."""
+def status_error(
+    status: int, body: BoundedBody, policy: HttpPolicy, retry_after: float | None = None
+) -> ProviderError:
+    """The code for a failed status. A lost body never changes the status's class. What the
+    body's JSON says (`said`: error_body.provider_message, for a person's face) and the wait
+    the answer asked for go with it."""
     code: ProviderErrorCode
     if status in (401, 403):
         code, retryable = "auth_failed", False
@@ -155,36 +172,100 @@ def status_error(status: int, body: BoundedBody, policy: HttpPolicy) -> Provider
         code, retryable = "context_overflow", False
     else:
         code, retryable = "refused", False
-    return ProviderError(code, status=status, retryable=retryable)
+    from magi_code.providers.error_body import provider_message
+
+    said = provider_message(body.text)
+    return ProviderError(
+        code, status=status, retryable=retryable, said=said, retry_after_s=retry_after
+    )
 
 
 def retry_after_s(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """The delay an answer asks for, in seconds: `retry-after-ms`, else `retry-after` (seconds,
+    or an HTTP date); None if it asks for none (or for one that is no finite number)."""
+    import math
+
+    milliseconds = _number(headers.get("retry-after-ms"))
+    if milliseconds is not None:
+        return milliseconds / 1000
     value = headers.get("retry-after")
     if value is None:
         return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
+    seconds = _number(value)
+    if seconds is not None:
+        return seconds
     import email.utils
 
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+        delay = when.timestamp() - (time.time() if now is None else now)
+    except (TypeError, ValueError, OverflowError):
         return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+    return max(0.0, delay) if math.isfinite(delay) else None
+
+
+def _number(value: str | None) -> float | None:
+    """A header's non-negative finite number (a negative one is 0); None for anything else."""
+    import math
+
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return max(0.0, number) if math.isfinite(number) else None
+
+
+def should_retry(headers: Mapping[str, str]) -> bool | None:
+    """What `x-should-retry` says of retrying this answer: True, False, or None (nothing)."""
+    said = headers.get("x-should-retry", "").strip().lower()
+    return True if said == "true" else False if said == "false" else None
 
 
 def backoff_s(attempt: int, policy: HttpPolicy, retry_after: float | None) -> float:
-    delay = policy.base_delay_s * (2 ** (attempt - 1)) if retry_after is None else retry_after
-    return min(delay, policy.max_delay_s)
+    """The wait before attempt `attempt + 1`: what the answer asked for, else full jitter (a
+    random share of the delay that doubles from `base_delay_s`); never past `max_delay_s`."""
+    if retry_after is not None:
+        return min(retry_after, policy.max_delay_s)
+    doubled = policy.base_delay_s * 2.0 ** (attempt - 1)
+    return policy.jitter() * min(doubled, policy.max_delay_s)
+
+
+def asked_to_wait(error: ProviderError, delay_s: float, policy: HttpPolicy) -> ProviderError:
+    """`error` as it goes up at once when its answer asked for a wait past the cap: not
+    retried, its sentence saying how long the provider asked to wait."""
+    asked, cap = _duration(delay_s), _duration(policy.max_delay_s)
+    summary = (
+        f"The provider asked to wait {asked} before the next request, longer than magi-code "
+        f"waits ({cap}): try again then."
+    )
+    return replace(error, retryable=False, summary=summary)
+
+
+def _duration(seconds: float) -> str:
+    """`seconds` rounded up, in seconds, minutes or hours."""
+    import math
+
+    whole = math.ceil(seconds)
+    if whole < 120:
+        return f"{whole} s"
+    if whole < 120 * 60:
+        return f"{math.ceil(whole / 60)} min"
+    return f"{math.ceil(whole / 3600)} h"
 
 
 class _Failed(Exception):
-    def __init__(self, error: ProviderError, retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        error: ProviderError,
+        retry_after: float | None = None,
+        should_retry: bool | None = None,  # what the answer said of a retry, if anything
+    ) -> None:
         super().__init__(error.code)
         self.error = error
         self.retry_after = retry_after
+        self.should_retry = should_retry
 
 
 async def stream_sse(
@@ -241,12 +322,16 @@ async def stream_sse(
                 retry_after = None
         except _Failed as failed:
             error, retry_after = failed.error, failed.retry_after
+            if failed.should_retry is not None and failed.should_retry != error.retryable:
+                error = replace(error, retryable=failed.should_retry)
         except SSEError:
             error, retry_after = ProviderError("malformed_stream", retryable=True), None
-        except TransportError:
-            error, retry_after = ProviderError("transport_failed", retryable=True), None
+        except TransportError as exc:
+            error, retry_after = _unreached(exc), None
         except InvalidURL:
             error, retry_after = ProviderError("refused", detail="invalid URL"), None
+        if error.retryable and retry_after is not None and retry_after > policy.max_delay_s:
+            error = asked_to_wait(error, retry_after, policy)
         _diagnose(url, error, attempt)
         if delivered or not error.retryable or attempt >= policy.attempts:
             raise error
@@ -300,8 +385,9 @@ async def _drain(chunks: AsyncIterator[bytes]) -> None:
 
 async def _failed_status(response: Response, policy: HttpPolicy) -> _Failed:
     body = await _read_error_body(response, policy)
-    error = status_error(response.status, body, policy)
-    return _Failed(error, retry_after_s(response.headers))
+    retry_after = retry_after_s(response.headers)
+    error = status_error(response.status, body, policy, retry_after)
+    return _Failed(error, retry_after, should_retry(response.headers))
 
 
 async def control_request(
@@ -321,6 +407,7 @@ async def control_request(
     limit = policy.body_bytes if body_bytes is None else body_bytes
     status: int | None = None
     body = BoundedBody("", False)
+    error = ProviderError("transport_failed", retryable=True)
     try:
         with anyio.move_on_after(policy.body_deadline_s):
             async with open_response(
@@ -328,13 +415,20 @@ async def control_request(
             ) as response:
                 status = response.status
                 body = await read_bounded(response, limit)
-    except (TransportError, InvalidURL):
+    except TransportError as exc:
+        error = _unreached(exc)
+    except InvalidURL:
         pass
     if status is None:
-        error = ProviderError("transport_failed", retryable=True)
         _diagnose(url, error, 1)
         raise error
     return ControlResponse(status, body)
+
+
+def _unreached(failure: TransportError) -> ProviderError:
+    """transport_failed, with the sentence of a failure the user must fix (a proxy's, a
+    certificate's), which is not retried."""
+    return ProviderError("transport_failed", retryable=failure.retryable, summary=failure.summary)
 
 
 def _diagnose(url: str, error: ProviderError, attempt: int) -> None:

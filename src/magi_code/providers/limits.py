@@ -5,10 +5,11 @@
 # a single tool call's arguments may carry a whole file.
 SSE_EVENT_BYTES = 16 * 1024 * 1024
 
-# Transport retries for connection failures, 429 and 5xx: attempts in total, and backoff.
+# Transport retries for connection failures, 429 and 5xx: attempts in total, and backoff (full
+# jitter: a random share of the base delay doubled per attempt, capped).
 RETRY_ATTEMPTS = 4
 RETRY_BASE_DELAY_S = 0.5
-RETRY_MAX_DELAY_S = 30.0  # also caps a server's Retry-After
+RETRY_MAX_DELAY_S = 30.0  # also the longest Retry-After waited for: a longer one fails at once
 
 # Connecting and sending a request (not the response stream, which has the inactivity bound).
 CONNECT_TIMEOUT_S = 30.0
@@ -32,6 +33,9 @@ CHUNK_LINE_BYTES = 4096
 
 # Discovery listings are control responses: bounded like error bodies.
 CATALOG_BODY_BYTES = 4 * 1024 * 1024
+# What a provider's error body said, as a person's face shows it (providers/failures.py): at
+# most this many characters, after redaction (a longer message is cut, ending in "…").
+PROVIDER_MESSAGE_CHARS = 300
 
 # Anthropic's Messages API requires max_tokens; used when a request leaves it open.
 ANTHROPIC_DEFAULT_MAX_TOKENS = 8192
@@ -60,3 +64,8 @@ QUIET_CHECK_S = 0.001
 # Closing an HTTP/2 connection: how long its GOAWAY may take to go out before the socket
 # closes without it.
 GOODBYE_S = 1.0
+
+# A provider's own web search: the sources a reply's citations name, listed at its end.
+CITED_SOURCES = 50  # sources listed; more are left out
+CITED_TITLE_CHARS = 200  # of one source's title
+ANTHROPIC_WEB_SEARCHES = 5  # searches Anthropic's web_search tool may run in one request

@@ -65,8 +65,18 @@ class ConfigurationInvalid(MagiError):
 def wire_api(provider_id: str, conf: Mapping[str, object]) -> str:
     value = conf.get("wire_api", "fixture" if provider_id == "fixture" else None)
     if not isinstance(value, str) or value not in WIRE_APIS:
-        raise ConfigurationInvalid("unknown wire_api")
+        raise ConfigurationInvalid(_unknown_wire(provider_id, value))
     return value
+
+
+def _unknown_wire(provider_id: str, value: object) -> str:
+    """What is wrong with a provider's wire_api, with the choices (names only, from the
+    settings: `known_models.shown`)."""
+    from magi_code.providers.known_models import one_of, shown
+
+    key = f"providers.{shown(provider_id).strip('`')}.wire_api"
+    said = "is not set" if value is None else f"= {shown(str(value))} is not a wire API"
+    return f"{key} {said}{one_of(str(value or ''), WIRE_APIS)}"
 
 
 def base_url(conf: Mapping[str, object], wire: str) -> str:
@@ -154,6 +164,28 @@ def tokens_ready(tokens: OAuthTokens | None, now: float) -> bool:
     if tokens is None or not tokens.access_token:
         return False
     return tokens.expires_at > now or bool(tokens.refresh_token)
+
+
+def credential_at_hand(
+    provider_id: str,
+    conf: Mapping[str, object],
+    credentials: CredentialStore,
+    env: Mapping[str, str],
+    *,
+    sent_to: Mapping[str, object] | None,
+) -> bool:
+    """Whether a credential of the provider is at hand and may go where `conf` sends it: a
+    key in its variable or the store, or a ChatGPT sign-in. (A keyless local server has none.)"""
+    from magi_code.config.credentials import CredentialsError
+
+    credentials, env = scoped_credentials(provider_id, conf, credentials, env, sent_to)
+    try:
+        needs = WIRES[wire_api(provider_id, conf)].credential
+        if needs == "oauth":
+            return credentials.oauth(provider_id) is not None
+        return needs == "api_key" and bool(api_key(provider_id, conf, credentials, env))
+    except (ConfigurationInvalid, CredentialsError):
+        return False
 
 
 def credential_needed(provider_id: str, conf: Mapping[str, object]) -> bool:

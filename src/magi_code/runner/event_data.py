@@ -10,5 +10,8 @@ from magi_code.runner.events import EVENT_NAMES, RunEvent
 
 
 def event_data(event: RunEvent, session_id: str, run_id: str) -> tuple[str, dict[str, Any]]:
-    # Run events are flat records: their fields are the event's data.
-    return EVENT_NAMES[type(event)], {"session_id": session_id, "run_id": run_id, **vars(event)}
+    # Run events are flat records: their fields are the event's data, but a diagnostic's
+    # `detail`, which is for a person's face only.
+    data = {"session_id": session_id, "run_id": run_id, **vars(event)}
+    data.pop("detail", None)
+    return EVENT_NAMES[type(event)], data

@@ -6,7 +6,7 @@ take one within its bound cancels the run with `output_unavailable`. Deltas are 
 
 from typing import Literal
 
-from magi_code.records import record
+from magi_code.records import field, record
 
 
 @record
@@ -55,6 +55,10 @@ class ApprovalRequested:
 class Diagnostic:
     code: str
     summary: str
+    # For a person's face only (Mission Control, exec's stderr, ACP's message), never a
+    # protocol wire (event_data leaves it out): a provider failure as the provider told it,
+    # and what to do (providers/base.py `failure_detail`).
+    detail: str = field(default="", repr=False)
 
 
 Outcome = Literal["completed", "cancelled", "failed"]

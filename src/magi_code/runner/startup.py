@@ -8,7 +8,8 @@ result, `Admitted`, is the one configuration snapshot a process uses; settings c
 restart. Whoever receives an `Admitted` owns its `mcp` manager and closes it at teardown.
 Failures are `StartupError` with one of the protocol's startup codes. Folder trust decides
 what the project file may set (config/trust.py): `trusted` says the verdict, `dropped` the
-project keys that were ignored (a face may warn; the local agent says nothing), and
+project keys that were ignored and the keys of either file that are no setting (a face may
+warn; the local agent says nothing), and
 `credential_providers` the provider tables, from defaults, presets and global settings only,
 that say where each provider's credential may be sent.
 """
@@ -163,6 +164,7 @@ def admit(
             where.home, canonical_cwd, loaded, agent=subagent or agent, subagent=bool(subagent)
         )
         conf = loader.with_profile_selection(loaded.settings, context.profile)
+        settings.check_model(conf, where.home, loaded.warnings())  # one rule, every face
     except profiles.ProfileError as exc:
         raise StartupError("profile_invalid", str(exc)) from exc
     except (settings.SettingsError, loader.ContextSettingsError) as exc:
@@ -171,6 +173,7 @@ def admit(
     check_permissions(conf)
     check_sandbox(conf, env)
     check_hooks_and_code_mode(conf)
+    check_network(conf, env)
     credential_providers = loaded.base["providers"]
     check_provider(conf, where, env, credential_providers)
     project = project_defined(loaded.project)
@@ -188,7 +191,7 @@ def admit(
         mcp=manager,
         context=context,
         trusted=loaded.trusted,
-        dropped=tuple(loaded.dropped),
+        dropped=tuple(loaded.warnings()),  # with the keys that are no setting
         credential_providers=credential_providers,
         project=project,
     )
@@ -320,6 +323,17 @@ def check_sandbox(conf: Mapping[str, Any], env: Mapping[str, str]) -> None:
         raise StartupError("configuration_invalid", detail) from exc
 
 
+def check_network(conf: Mapping[str, Any], env: Mapping[str, str]) -> None:
+    """A bad `[network]` table fails startup; it and `env`'s proxy and certificate variables
+    are what every later request of the process goes by (providers/network.py)."""
+    from magi_code.providers import network
+
+    try:
+        network.configure(conf.get("network"), env)
+    except settings.SettingsError as exc:
+        raise StartupError("configuration_invalid", str(exc)) from exc
+
+
 def check_hooks_and_code_mode(conf: Mapping[str, Any]) -> None:
     """Bad `hooks` tables or a `code_mode` that is not a boolean fail startup; the hooks
     module loads only when hooks are set."""
@@ -346,8 +360,8 @@ def check_provider(
 
     try:
         needed = registry.credential_needed(conf["provider"], provider_conf)
-    except registry.ConfigurationInvalid as exc:
-        raise StartupError("configuration_invalid") from exc
+    except registry.ConfigurationInvalid as exc:  # its text: the key, value and choices
+        raise StartupError("configuration_invalid", str(exc)) from exc
     if not needed:  # the store is not even loaded for a row that needs none (the fixture)
         return
     from magi_code.config.credentials import CredentialStore
