@@ -108,7 +108,7 @@ def test_initialize_advertises_what_is_served(workspace: Path, home: Path) -> No
             caps = init.agent_capabilities
             assert caps is not None and caps.load_session is True
             assert caps.prompt_capabilities is not None
-            assert caps.prompt_capabilities.image is False
+            assert caps.prompt_capabilities.image is True
             assert caps.prompt_capabilities.audio is False
             assert init.auth_methods == []
             assert init.agent_info is not None and init.agent_info.name == "magi-code"

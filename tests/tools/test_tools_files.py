@@ -303,6 +303,7 @@ def test_every_builtin_has_a_schema() -> None:
         "glob",
         "grep",
         "shell",
+        "web_fetch",
     }
     for name, tool in TOOLS.items():
         assert tool.name == name and tool.description

@@ -39,6 +39,7 @@ from magi_code.sessions import Attachment, SessionError, SessionStore, valid_ses
 from magi_code.tools.grants import SessionGrants
 
 if TYPE_CHECKING:
+    from magi_code.providers.base import ImagePart
     from magi_code.runner.agents import SessionAgents
 
 VERSION = "0.1.0"
@@ -46,6 +47,13 @@ VERSION = "0.1.0"
 
 def failure(code: str) -> RequestError:
     return RequestError.invalid_params({"code": code})
+
+
+def _settings_error(failed: StartupError) -> bool:
+    """Whether startup failed on the settings (their error names the key and the file)."""
+    from magi_code.config.settings import SettingsError
+
+    return isinstance(failed.__cause__, SettingsError)
 
 
 @dataclass
@@ -85,7 +93,7 @@ class MagiAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(
-                    image=False, audio=False, embedded_context=True
+                    image=True, audio=False, embedded_context=True
                 ),
             ),
             auth_methods=[],  # sign-in stays in Mission Control (`magi-code login`)
@@ -105,6 +113,9 @@ class MagiAgent:
         try:
             admitted = await anyio.to_thread.run_sync(admit, canonical, dict(os.environ))
         except StartupError as failed:
+            said = failed.detail or (str(failed.__cause__) if _settings_error(failed) else "")
+            if said:  # for the person reading the agent's log; the client gets the code
+                print(f"magi-code acp: startup failed: {failed.code}: {said}", file=sys.stderr)
             raise failure(failed.code) from None
         except Exception:  # noqa: BLE001 - a bug in startup: its text never reaches the client
             from magi_code import debug
@@ -186,18 +197,19 @@ class MagiAgent:
             raise failure("busy")
         try:
             text = updates.prompt_text(prompt)
+            images = await anyio.to_thread.run_sync(updates.prompt_images, prompt)
         except updates.UnsupportedContent:
             raise failure("unsupported_content") from None
         try:
             size = len(text.encode("utf-8"))
         except UnicodeEncodeError:  # a lone surrogate escape: no session file can store it
             raise failure("invalid_prompt") from None
-        if not text.strip() or size > limits.PROMPT_BYTES:
+        if (not text.strip() and not images) or size > limits.PROMPT_BYTES:
             raise failure("invalid_prompt")
         control = session.control = TurnControl()
         session.ended = anyio.Event()
         try:
-            finished = await self.run(session, text, control)
+            finished = await self.run(session, text, control, images)
         finally:
             session.control = None
             session.ended.set()
@@ -207,7 +219,13 @@ class MagiAgent:
             return PromptResponse(stop_reason="cancelled")
         raise RequestError.internal_error({"code": finished.error_code or "execution_failed"})
 
-    async def run(self, session: Session, text: str, control: TurnControl) -> Any:
+    async def run(
+        self,
+        session: Session,
+        text: str,
+        control: TurnControl,
+        images: tuple[ImagePart, ...] = (),
+    ) -> Any:
         from magi_code.acp.host import host_io
         from magi_code.runner.entry import start_turn
         from magi_code.runner.turn import new_id
@@ -238,9 +256,13 @@ class MagiAgent:
                     agents=session.agents,
                     host_io=host_io(self.client, session.attachment.session_id, self.client_caps),
                     observe=granted,
+                    images=images,
                 )
                 asks.cancel_scope.cancel()  # approvals still asked are denied already
             await run.close()  # the sender drains what is queued, then ends
+        if finished.outcome == "failed" and run.failure:  # what the person can act on
+            code = finished.error_code or "execution_failed"
+            raise RequestError.internal_error({"code": code, "message": run.failure})
         return finished
 
     async def cancel(self, session_id: str, **_: Any) -> None:
@@ -284,8 +306,9 @@ def history(attachment: Attachment) -> list[dict[str, Any]]:
 
 
 def offered(admitted: Admitted, provider: str, model: str) -> bool:
+    """The one rule for a model name (providers/known_models.py), as startup applies it."""
+    from magi_code.providers.known_models import refusal
+
     conf = admitted.settings.get("providers", {}).get(provider)
-    if not isinstance(conf, dict):
-        return False
-    models = conf.get("models")
-    return not isinstance(models, list) or model in models
+    home = admitted.paths.home
+    return isinstance(conf, dict) and refusal(provider, conf, model, home) is None

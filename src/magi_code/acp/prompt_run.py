@@ -63,6 +63,7 @@ class PromptRun:
     open_tool: str | None = None  # the started tool call the next approval is for
     broken: bool = False
     messages: dict[str, Message] = field(default_factory=dict)
+    failure: str = ""  # the last diagnostic's detail (a provider failure as told to a person)
 
     def __post_init__(self) -> None:
         self.send, self.receive = anyio.create_memory_object_stream[Any](limits.WORKER_EVENTS)
@@ -117,6 +118,7 @@ class PromptRun:
                 self.open_tool = event.activity_id if event.state == "started" else None
             await self.put(updates.activity_update(event))
         elif isinstance(event, Diagnostic):
+            self.failure = event.detail or self.failure
             await self.put(updates.diagnostic_update(event))
         # input.persisted: the client shows the prompt itself; run.finished: the response
 

@@ -1,8 +1,9 @@
 """Run events, stored history and approvals as ACP values. Pure: no I/O, no clock.
 
 - A prompt is the text of its blocks: text as is, a resource link as its URI, an embedded text
-  resource fenced with its URI. Images, audio and binary resources are refused (the agent
-  does not advertise them).
+  resource fenced with its URI; and its images (PNG, JPEG, GIF, WebP), each brought within the
+  bounds of tools/images.py. Audio, binary resources and other images are refused (the agent
+  advertises none of them).
 - Tool activities are ACP tool calls keyed by activity id; an approval's tool call carries a
   diff for file writes and edits, built from the tool's arguments (redacted: they are model
   output), never from reading the file.
@@ -26,6 +27,7 @@ from acp.schema import (
     ContentToolCallContent,
     EmbeddedResourceContentBlock,
     FileEditToolCallContent,
+    ImageContentBlock,
     PermissionOption,
     ResourceContentBlock,
     TerminalToolCallContent,
@@ -40,6 +42,7 @@ from acp.schema import (
 )
 
 from magi_code import untrusted_json
+from magi_code.providers.base import ImagePart
 from magi_code.redact import redact
 from magi_code.runner.events import Activity, Diagnostic
 from magi_code.tools.approvals import Asked
@@ -53,6 +56,7 @@ TOOL_KINDS: dict[str, ToolKind] = {
     "grep": "search",
     "shell": "execute",
     "skill": "read",
+    "web_fetch": "fetch",
 }
 ALLOW_ONCE, ALLOW_ALWAYS, REJECT = "allow_once", "allow_always", "reject_once"
 OPTIONS = [
@@ -83,9 +87,31 @@ def prompt_text(blocks: list[Any]) -> str:
         ):
             resource = block.resource
             parts.append(f'\n<context uri="{resource.uri}">\n{resource.text}\n</context>\n')
-        else:
+        elif not isinstance(block, ImageContentBlock):
             raise UnsupportedContent
     return "".join(parts)
+
+
+def prompt_images(blocks: list[Any]) -> tuple[ImagePart, ...]:
+    """The prompt's images, as the model is sent them (CPU work: run it in a worker thread);
+    raises UnsupportedContent for one that is not valid base64 or no image a model is sent,
+    and for more than PROMPT_IMAGES."""
+    import base64
+    import binascii
+
+    from magi_code.tools.images import ImageRefused, image_part
+    from magi_code.tools.limits import PROMPT_IMAGES
+
+    given = [block for block in blocks if isinstance(block, ImageContentBlock)]
+    if len(given) > PROMPT_IMAGES:
+        raise UnsupportedContent
+    images = []
+    for block in given:
+        try:
+            images.append(image_part(base64.b64decode(block.data, validate=True)))
+        except (binascii.Error, ValueError, ImageRefused):
+            raise UnsupportedContent from None
+    return tuple(images)
 
 
 def tool_kind(name: str, kind: str) -> ToolKind:
@@ -103,7 +129,9 @@ def activity_update(event: Activity) -> ToolCallStart | ToolCallProgress:
 
 
 def diagnostic_update(event: Diagnostic) -> AgentMessageChunk:
-    return update_agent_message_text(f"\n[{event.code}] {event.summary}\n")
+    """A diagnostic as the person reads it in the editor (a provider failure with what the
+    provider said and what to do: its `detail`)."""
+    return update_agent_message_text(f"\n[{event.code}] {event.detail or event.summary}\n")
 
 
 def diff(asked: Asked | None) -> list[Content] | None:

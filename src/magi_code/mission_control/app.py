@@ -25,6 +25,7 @@ from textual.widgets import Static
 
 from magi_code.limits import PROMPT_BYTES, QUIT_CONFIRM_MS, UI_FRAME_MS
 from magi_code.mission_control import commands
+from magi_code.mission_control.attachments import attached_images
 from magi_code.mission_control.driver import (
     Approval,
     Driver,
@@ -105,10 +106,12 @@ class MissionControl(App[int]):
         banner: str = "",
         *,
         pick_session: bool = False,
+        first_prompt: str | None = None,
     ) -> None:
         super().__init__()
         self.driver, self.one_shot, self.banner = driver, prompt, banner
         self.pick_at_start = pick_session
+        self.first_prompt = first_prompt  # sent at start, as if typed; the app stays open
         self.leaving: int | None = None  # the exit code once the running turn has ended
         self.control: TurnControl | None = None
         self.streaming: dict[str, AssistantMessage] = {}
@@ -142,6 +145,8 @@ class MissionControl(App[int]):
         self.query_one(PromptArea).focus()
         if self.one_shot is not None:
             self.start_turn(self.one_shot)
+        elif self.first_prompt is not None:
+            self.start_turn(self.first_prompt)
         elif self.pick_at_start:
             self.pick_session("")
 
@@ -202,7 +207,7 @@ class MissionControl(App[int]):
         elif isinstance(event, Activity):
             await self.activity(event)
         elif isinstance(event, Diagnostic):
-            await self.say(event.summary, "warning")
+            await self.say(event.detail or event.summary, "warning")
 
     async def reconcile(self, event: MessageReconcile) -> None:
         parts = self.reconciling.setdefault(event.message_id, [])
@@ -312,7 +317,13 @@ class MissionControl(App[int]):
     @work(group="turn", exit_on_error=False)
     async def run_turn(self, prompt: str, control: TurnControl) -> None:
         await self.add(UserMessage(prompt))
-        finished = await self.driver.turn(prompt, self, control)
+        cwd = Path(self.driver.admitted.cwd)
+        images, notes = await anyio.to_thread.run_sync(attached_images, prompt, cwd)
+        for note in notes:
+            await self.say(note, "warning")
+        if images:
+            await self.say(f"Attached {len(images)} image{'s' if len(images) > 1 else ''}.")
+        finished = await self.driver.turn(prompt, self, control, images)
         await self.flush()
         await self.end_turn(finished)
 

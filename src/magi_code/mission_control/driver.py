@@ -32,7 +32,7 @@ from magi_code.mission_control.observe import (
     PendingCall,
 )
 from magi_code.mission_control.preview import Preview, outside_preview, preview
-from magi_code.providers.base import Usage
+from magi_code.providers.base import ImagePart, Usage
 from magi_code.runner.entry import start_turn
 from magi_code.runner.events import Activity, MessageDelta, RunEvent, RunFinished
 from magi_code.runner.journal import SessionJournal
@@ -91,7 +91,8 @@ class LaunchError(MagiError):
 class Launch:
     """What the command line asked of Mission Control."""
 
-    prompt: str | None = None
+    prompt: str | None = None  # --prompt: one turn, then exit with its outcome
+    first_prompt: str | None = None  # `magi-code "PROMPT"`: sent at start; the app stays open
     resume: str | None = None  # a session id, or "" for the picker
     continue_latest: bool = False
     provider: str | None = None
@@ -104,14 +105,15 @@ class Launch:
 def startup(cwd: str, env: Mapping[str, str], agent: str | None = None) -> tuple[Admitted, int]:
     """The pre-UI steps: the admitted snapshot, then the retention sweep. Raises LaunchError.
     Returns the snapshot and how many expired sessions the sweep removed."""
-    from magi_code.config.settings import SettingsError
+    from magi_code.config.settings import ModelUnknown, SettingsError
 
     try:
         admitted = admit(cwd, env, agent=agent)
     except StartupError as failed:
         cause = failed.__cause__
         detail = failed.detail or (str(cause) if isinstance(cause, SettingsError) else "")
-        raise LaunchError(failed.code, detail) from None
+        code = "model_unknown" if isinstance(cause, ModelUnknown) else failed.code
+        raise LaunchError(code, detail) from None
     except Exception:  # noqa: BLE001 - a bug in startup: said in one line, never a traceback
         from magi_code import debug
 
@@ -206,9 +208,15 @@ class Driver:
         if provider not in providers:
             raise LaunchError("provider_unknown")
         if model is None:
-            model = self.model if provider == self.provider else first_model(providers[provider])
-        if model is None or not self.available(provider, model):
-            raise LaunchError("model_unknown")
+            mine = provider == self.provider
+            model = self.model if mine else first_model(provider, providers[provider])
+        if model is None:
+            raise LaunchError("model_unknown", "the provider names no default model")
+        if not self.available(provider, model):
+            from magi_code.providers.known_models import refusal
+
+            said = refusal(provider, providers[provider], model, self.admitted.paths.home)
+            raise LaunchError("model_unknown", said or "")
         self.provider, self.model = provider, model
         if self.attachment is not None:
             self.record_selection(self.attachment)
@@ -227,33 +235,29 @@ class Driver:
             self.notices.append("The model choice could not be saved in the session.")
 
     def available(self, provider: str, model: str) -> bool:
+        """The one rule for a model name (providers/known_models.py), as startup applies it."""
+        from magi_code.providers.known_models import refusal
+
         conf = self.admitted.settings.get("providers", {}).get(provider)
-        if not isinstance(conf, dict):
-            return False
-        return model in self.models().get(provider, []) or (
-            conf.get("discover") is True and not isinstance(conf.get("models"), list)
-        )
+        home = self.admitted.paths.home
+        return isinstance(conf, dict) and refusal(provider, conf, model, home) is None
 
     def models(self) -> dict[str, list[str]]:
-        """Configured models per provider, then those discovered and cached (no request;
-        the catalog module, which brings the HTTP stack, loads only for a discovering one)."""
-        providers = self.admitted.settings.get("providers", {})
-        cache: dict[str, dict[str, object]] = {}
-        if any(isinstance(c, dict) and c.get("discover") is True for c in providers.values()):
-            from magi_code.providers.catalog import load_cache
+        """The models of each provider in use, as `magi-code models` lists them (configured,
+        the built-in catalog's, those discovered and cached; no request)."""
+        from magi_code.config.credentials import CredentialStore
+        from magi_code.providers.catalog import offered_models
 
-            cache = load_cache(Path(self.admitted.paths.home))
-        found: dict[str, list[str]] = {}
-        for provider, conf in providers.items():
-            if not isinstance(conf, dict):
-                continue
-            listed = conf.get("models")
-            names = [m for m in listed if isinstance(m, str)] if isinstance(listed, list) else []
-            cached = cache.get(provider, {}).get("models") if conf.get("discover") else None
-            if isinstance(cached, list):
-                names += [m for m in cached if isinstance(m, str) and m not in names]
-            found[provider] = names
-        return found
+        providers = self.admitted.settings.get("providers", {})
+        home = self.admitted.paths.home
+        return offered_models(
+            {k: v for k, v in providers.items() if isinstance(v, dict)},
+            Path(home),
+            CredentialStore(home),
+            self.admitted.env,
+            selected=self.provider,
+            sent_to=self.admitted.credential_providers,
+        )
 
     def context_window(self) -> int:
         return context_window(self.admitted.settings["providers"][self.provider])
@@ -392,9 +396,15 @@ class Driver:
 
         return Observer(on_usage=on_usage, on_reasoning=face.reasoning, previewer=call_preview)
 
-    async def turn(self, prompt: str, face: Face, control: TurnControl) -> RunFinished:
-        """One turn of the attached session through the runner's entry; always returns its
-        RunFinished."""
+    async def turn(
+        self,
+        prompt: str,
+        face: Face,
+        control: TurnControl,
+        images: tuple[ImagePart, ...] = (),
+    ) -> RunFinished:
+        """One turn of the attached session (the prompt and the images it names, attachments.py)
+        through the runner's entry; always returns its RunFinished."""
         if self.attachment is None:
             self.new_session()
         assert self.attachment is not None
@@ -418,6 +428,7 @@ class Driver:
             approvals=self.broker(face, observer),
             agents=agents,
             observe=observe,
+            images=images,
         )
 
     def broker(self, face: "Face", observer: Observer) -> ApprovalBroker:
@@ -570,9 +581,11 @@ def call_preview(call: PendingCall) -> Preview | None:
     return preview(call.tool, call.args, current, shown, str(call.ctx.workspace))
 
 
-def first_model(conf: object) -> str | None:
-    models = conf.get("models") if isinstance(conf, dict) else None
-    return next((m for m in models if isinstance(m, str)), None) if models else None
+def first_model(provider: str, conf: object) -> str | None:
+    """The provider's default model: a preset's, else the first it lists."""
+    from magi_code.providers.known_models import default_model
+
+    return default_model(provider, conf) if isinstance(conf, dict) else None
 
 
 def session_header(path: Path, session_id: str) -> tuple[str, str]:

@@ -4,6 +4,12 @@ A thinking block becomes a `ReasoningSummary` only when the provider itself type
 `thinking` (provenance); text is never reinterpreted as reasoning. A tool_use block's input is
 bounded as it accumulates (tool_arguments.py); a message whose inputs pass the run's content
 budget ends there, its open tool_use blocks handed on dropped. Never touches sockets.
+
+Images go as `image` blocks (base64) in a user message or a tool_result's content; to a model
+that takes none, as their descriptions. With web search on, the request offers the `web_search`
+server tool; its searches run at the provider (server_tool_use and web_search_tool_result
+blocks pass by), and the sources its text blocks cite (`web_search_result_location`) end the
+reply as a list (providers/citations.py), so they are kept with it.
 """
 
 import json
@@ -14,6 +20,7 @@ from magi_code import untrusted_json
 from magi_code.providers.base import (
     AssistantText,
     Completed,
+    ImagePart,
     ModelRequest,
     ProviderError,
     ProviderEvent,
@@ -24,9 +31,15 @@ from magi_code.providers.base import (
     ToolResult,
     Usage,
     UserText,
+    described,
 )
+from magi_code.providers.citations import Citations
 from magi_code.providers.http import HttpPolicy
-from magi_code.providers.limits import ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_THINKING_BUDGETS
+from magi_code.providers.limits import (
+    ANTHROPIC_DEFAULT_MAX_TOKENS,
+    ANTHROPIC_THINKING_BUDGETS,
+    ANTHROPIC_WEB_SEARCHES,
+)
 from magi_code.providers.registry import keyed_build
 from magi_code.providers.tool_arguments import Arguments, Budget
 from magi_code.providers.wire import (
@@ -41,6 +54,7 @@ from magi_code.providers.wire import (
 from magi_code.records import field, record
 
 API_VERSION = "2023-06-01"
+WEB_SEARCH_TOOL = "web_search_20250305"
 _STOP: dict[str, StopReason] = {
     "end_turn": "end_turn",
     "tool_use": "tool_use",
@@ -62,7 +76,8 @@ def _messages(request: ModelRequest) -> list[dict[str, object]]:
 
     for item in request.items:
         if isinstance(item, UserText):
-            add("user", {"type": "text", "text": item.text})
+            for block in _blocks(item.text, item.images, request):
+                add("user", block)
         elif isinstance(item, AssistantText):
             add("assistant", {"type": "text", "text": item.text})
         elif isinstance(item, ToolCall):
@@ -76,16 +91,34 @@ def _messages(request: ModelRequest) -> list[dict[str, object]]:
                 },
             )
         elif isinstance(item, ToolResult):
+            content: str | list[dict[str, object]] = item.output
+            if item.images:
+                content = _blocks(item.output, item.images, request)
             add(
                 "user",
                 {
                     "type": "tool_result",
                     "tool_use_id": item.call_id,
-                    "content": item.output,
+                    "content": content,
                     "is_error": item.is_error,
                 },
             )
     return messages
+
+
+def _blocks(
+    text: str, images: tuple[ImagePart, ...], request: ModelRequest
+) -> list[dict[str, object]]:
+    """Text and image blocks (to a model that takes no images, their descriptions); never an
+    empty text block, which the API refuses."""
+    if not request.images:
+        text = "\n".join([text, *map(described, images)]) if images else text
+        return [{"type": "text", "text": text}]
+    blocks: list[dict[str, object]] = [{"type": "text", "text": text}] if text else []
+    for image in images:
+        source = {"type": "base64", "media_type": image.media_type, "data": image.data}
+        blocks.append({"type": "image", "source": source})
+    return blocks
 
 
 def _arguments(arguments: str) -> object:
@@ -105,11 +138,16 @@ def request_body(request: ModelRequest) -> dict[str, object]:
     }
     if request.instructions:
         body["system"] = request.instructions
-    if request.tools:
-        body["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": t.parameters}
-            for t in request.tools
-        ]
+    tools: list[dict[str, object]] = [
+        {"name": t.name, "description": t.description, "input_schema": t.parameters}
+        for t in request.tools
+    ]
+    if request.web_search:
+        tools.append(
+            {"type": WEB_SEARCH_TOOL, "name": "web_search", "max_uses": ANTHROPIC_WEB_SEARCHES}
+        )
+    if tools:
+        body["tools"] = tools
     budget = ANTHROPIC_THINKING_BUDGETS.get(request.thinking or "")
     if budget is not None:
         body["thinking"] = {"type": "enabled", "budget_tokens": min(budget, max_tokens - 1)}
@@ -129,6 +167,7 @@ class _Block:
 class MessagesStreamState:
     blocks: dict[int, _Block] = field(default_factory=dict)
     budget: Budget = field(default_factory=Budget)
+    citations: Citations = field(default_factory=Citations)
     input_tokens: int = 0
     cached_tokens: int = 0
     output_tokens: int = 0
@@ -169,7 +208,9 @@ class MessagesStreamState:
             self.output_tokens = out or self.output_tokens
         elif kind == "message_stop":
             self.finished = True
-            return [self._usage(), Completed(_STOP.get(self.stop or "end_turn", "other"))]
+            sources = self.citations.said()
+            cited: list[ProviderEvent] = [TextDelta(sources)] if sources else []
+            return [*cited, self._usage(), Completed(_STOP.get(self.stop or "end_turn", "other"))]
         elif kind == "error":
             raise stream_error(obj(value.get("error")))
         return []
@@ -186,6 +227,10 @@ class MessagesStreamState:
             block.arguments.add(text(delta.get("partial_json")))
         elif kind == "thinking_delta":
             block.parts.append(text(delta.get("thinking")))
+        elif kind == "citations_delta":
+            citation = obj(delta.get("citation"))
+            if text(citation.get("type")) == "web_search_result_location":
+                self.citations.cite(citation.get("url"), citation.get("title"))
         return []
 
     def _cut(self) -> list[ProviderEvent]:

@@ -2,7 +2,10 @@
 `base_url` (Ollama, vLLM, llama.cpp, LM Studio, OpenRouter).
 
 Owns the request body and the chunk-to-event mapping; never touches sockets itself (`http`)
-and never emits reasoning: chat "reasoning" fields carry no provenance as summaries. A call's
+and never emits reasoning: chat "reasoning" fields carry no provenance as summaries. Images go
+as `image_url` parts of a user message: a prompt's in its own message, a tool result's in a user
+message after the run of tool messages it belongs to (a tool message carries text only), each
+named by its call; to a model that takes none, as their descriptions. A call's
 arguments are bounded as they accumulate (tool_arguments.py); a response whose arguments pass
 the run's content budget ends there, its calls handed on dropped.
 """
@@ -13,6 +16,7 @@ from contextlib import aclosing
 from magi_code.providers.base import (
     AssistantText,
     Completed,
+    ImagePart,
     ModelRequest,
     ProviderError,
     ProviderEvent,
@@ -23,6 +27,8 @@ from magi_code.providers.base import (
     Usage,
     UserText,
     coalesced,
+    data_url,
+    described,
 )
 from magi_code.providers.http import HttpPolicy, stream_sse
 from magi_code.providers.registry import keyed_build
@@ -41,9 +47,14 @@ def request_body(request: ModelRequest) -> dict[str, object]:
     messages: list[dict[str, object]] = []
     if request.instructions:
         messages.append({"role": "system", "content": request.instructions})
+    shown: list[dict[str, object]] = []  # the images of the tool messages just added
+
     for item in request.items:
+        if shown and not isinstance(item, ToolResult):
+            messages.append({"role": "user", "content": shown})
+            shown = []
         if isinstance(item, UserText):
-            messages.append({"role": "user", "content": item.text})
+            messages.append({"role": "user", "content": _content(item.text, item.images, request)})
         elif isinstance(item, AssistantText):
             messages.append({"role": "assistant", "content": item.text})
         elif isinstance(item, ToolCall):
@@ -60,7 +71,15 @@ def request_body(request: ModelRequest) -> dict[str, object]:
             else:
                 messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
         elif isinstance(item, ToolResult):
-            messages.append({"role": "tool", "tool_call_id": item.call_id, "content": item.output})
+            output = item.output
+            if item.images and request.images:
+                said = f"The image(s) from tool call {item.call_id}:"
+                shown += _parts(said, item.images)
+            else:
+                output = "\n".join([output, *map(described, item.images)])
+            messages.append({"role": "tool", "tool_call_id": item.call_id, "content": output})
+    if shown:
+        messages.append({"role": "user", "content": shown})
     body: dict[str, object] = {
         "model": request.model,
         "messages": messages,
@@ -84,6 +103,24 @@ def request_body(request: ModelRequest) -> dict[str, object]:
     if request.thinking is not None:
         body["reasoning_effort"] = request.thinking
     return body
+
+
+def _content(
+    text: str, images: tuple[ImagePart, ...], request: ModelRequest
+) -> str | list[dict[str, object]]:
+    """A user message's content: its text alone, or text and image parts."""
+    if not images:
+        return text
+    if not request.images:
+        return "\n".join([text, *map(described, images)])
+    return _parts(text, images)
+
+
+def _parts(text: str, images: tuple[ImagePart, ...]) -> list[dict[str, object]]:
+    parts: list[dict[str, object]] = [{"type": "text", "text": text}] if text else []
+    for image in images:
+        parts.append({"type": "image_url", "image_url": {"url": data_url(image)}})
+    return parts
 
 
 @record(frozen=False)

@@ -1,9 +1,14 @@
 """OpenAI Responses API streaming: request body, and typed stream events to ProviderEvents.
 
 Reasoning summaries are emitted only from `response.reasoning_summary_text.*` events (the
-provider's own provenance). A function call's arguments are bounded as they accumulate
-(tool_arguments.py); a response whose arguments pass the run's content budget ends there, its
-open calls handed on dropped. Never touches sockets itself (`http` does).
+provider's own provenance). Images go as `input_image` parts (a data URL) of a user message or
+of a function call's output; to a model that takes none, as their descriptions. With web
+search on, the request offers the provider's own `web_search` tool; the searches run at the
+provider, and the sources its text cites (`url_citation` annotations) end the reply as a list
+(providers/citations.py), so they are kept with it. A function call's arguments are bounded
+as they accumulate (tool_arguments.py); a response whose arguments pass the run's content
+budget ends there, its open calls handed on dropped. Never touches sockets itself (`http`
+does).
 """
 
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
@@ -12,6 +17,7 @@ from contextlib import aclosing
 from magi_code.providers.base import (
     AssistantText,
     Completed,
+    ImagePart,
     ModelRequest,
     ProviderEvent,
     ReasoningSummary,
@@ -21,7 +27,10 @@ from magi_code.providers.base import (
     ToolResult,
     Usage,
     UserText,
+    data_url,
+    described,
 )
+from magi_code.providers.citations import Citations
 from magi_code.providers.http import HttpPolicy
 from magi_code.providers.registry import keyed_build
 from magi_code.providers.tool_arguments import Arguments, Budget
@@ -40,7 +49,7 @@ def request_body(request: ModelRequest) -> dict[str, object]:
     items: list[dict[str, object]] = []
     for item in request.items:
         if isinstance(item, UserText):
-            items.append({"role": "user", "content": [{"type": "input_text", "text": item.text}]})
+            items.append({"role": "user", "content": _input(item.text, item.images, request)})
         elif isinstance(item, AssistantText):
             items.append(
                 {"role": "assistant", "content": [{"type": "output_text", "text": item.text}]}
@@ -55,8 +64,13 @@ def request_body(request: ModelRequest) -> dict[str, object]:
                 }
             )
         elif isinstance(item, ToolResult):
+            output: str | list[dict[str, object]] = item.output
+            if item.images and request.images:
+                output = _input(item.output, item.images, request)
+            elif item.images:
+                output = "\n".join([item.output, *map(described, item.images)])
             items.append(
-                {"type": "function_call_output", "call_id": item.call_id, "output": item.output}
+                {"type": "function_call_output", "call_id": item.call_id, "output": output}
             )
     body: dict[str, object] = {
         "model": request.model,
@@ -65,21 +79,37 @@ def request_body(request: ModelRequest) -> dict[str, object]:
         "stream": True,
         "store": False,
     }
-    if request.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "name": t.name,
-                "description": t.description,
-                "parameters": t.parameters,
-            }
-            for t in request.tools
-        ]
+    tools: list[dict[str, object]] = [
+        {
+            "type": "function",
+            "name": t.name,
+            "description": t.description,
+            "parameters": t.parameters,
+        }
+        for t in request.tools
+    ]
+    if request.web_search:
+        tools.append({"type": "web_search"})
+    if tools:
+        body["tools"] = tools
     if request.thinking is not None:
         body["reasoning"] = {"effort": request.thinking, "summary": "auto"}
     if request.max_output_tokens is not None:
         body["max_output_tokens"] = request.max_output_tokens
     return body
+
+
+def _input(
+    text: str, images: tuple[ImagePart, ...], request: ModelRequest
+) -> list[dict[str, object]]:
+    """Input parts: the text, then each image (to a model that takes none, its description)."""
+    parts: list[dict[str, object]] = [{"type": "input_text", "text": text}] if text else []
+    for image in images:
+        if request.images:
+            parts.append({"type": "input_image", "image_url": data_url(image), "detail": "auto"})
+        else:
+            parts.append({"type": "input_text", "text": described(image)})
+    return parts
 
 
 @record(frozen=False)
@@ -96,6 +126,7 @@ class ResponsesStreamState:
     calls: dict[str, _Call] = field(default_factory=dict)  # by item id, until done
     summaries: dict[tuple[str, int], list[str]] = field(default_factory=dict)
     budget: Budget = field(default_factory=Budget)
+    citations: Citations = field(default_factory=Citations)
     tool_calls: int = 0
     finished: bool = False
 
@@ -128,6 +159,9 @@ class ResponsesStreamState:
                 call = self._call(text(item.get("id")))
                 call.call_id, call.name = text(item.get("call_id")), text(item.get("name"))
             return []
+        if kind == "response.output_text.annotation.added":
+            self._cite(obj(value.get("annotation")))
+            return []
         if kind == "response.output_item.done":
             return self._item_done(obj(value.get("item")))
         if kind in ("response.completed", "response.incomplete"):
@@ -143,7 +177,17 @@ class ResponsesStreamState:
             call = self.calls[item_id] = _Call(Arguments(self.budget))
         return call
 
+    def _cite(self, annotation: dict[str, object]) -> None:
+        if text(annotation.get("type")) == "url_citation":
+            self.citations.cite(annotation.get("url"), annotation.get("title"))
+
     def _item_done(self, item: dict[str, object]) -> list[ProviderEvent]:
+        if text(item.get("type")) == "message":  # its annotations, if none were streamed
+            content = item.get("content")
+            for part in content if isinstance(content, list) else []:
+                annotations = obj(part).get("annotations")
+                for annotation in annotations if isinstance(annotations, list) else []:
+                    self._cite(obj(annotation))
         if text(item.get("type")) != "function_call":
             return []
         call = self.calls.pop(text(item.get("id")), None) or _Call(Arguments(self.budget))
@@ -164,7 +208,8 @@ class ResponsesStreamState:
 
     def _completed(self, kind: str, response: dict[str, object]) -> list[ProviderEvent]:
         self.finished = True
-        out: list[ProviderEvent] = []
+        sources = self.citations.said()
+        out: list[ProviderEvent] = [TextDelta(sources)] if sources else []
         usage = response.get("usage")
         if isinstance(usage, dict):
             cached = count(obj(usage.get("input_tokens_details")).get("cached_tokens"))

@@ -33,6 +33,7 @@ from magi_code.runner import peers
 # heavier modules load while it boots.
 if TYPE_CHECKING:
     from magi_code.client import LocalAgentClient
+    from magi_code.providers.base import ImagePart
     from magi_code.runner.delegation import Delegation
     from magi_code.runner.events import RunFinished
     from magi_code.runner.startup import Admitted
@@ -355,6 +356,7 @@ async def run_turn_with_peers(
     emit: Emitter,
     control: TurnControl,
     prompt: str,
+    images: tuple[ImagePart, ...] = (),
 ) -> RunFinished:
     """One turn with the session's peers: their messages delivered first, asks settled after.
     The session's notices (melchior could not start) are said once, as diagnostics at the end
@@ -364,7 +366,7 @@ async def run_turn_with_peers(
 
     melchior = agents.melchior if agents is not None else None
     if melchior is None:  # none, or still booting: this turn goes without peers
-        finished = await run_turn(setup, journal, emit, control, prompt)
+        finished = await run_turn(setup, journal, emit, control, prompt, images)
         if agents is not None and finished.persistence != "not_started":
             await say_notices(agents, emit)
         return finished
@@ -379,7 +381,7 @@ async def run_turn_with_peers(
             asks.append(message.task)
     melchior.doing(True, working_for=len(asks), waiting=len(melchior.inbox))
     try:
-        finished = await run_turn(setup, journal, emit, control, prompt)
+        finished = await run_turn(setup, journal, emit, control, prompt, images)
     finally:
         melchior.doing(False, waiting=len(melchior.inbox))
     answer = _final_text(journal) if finished.outcome == "completed" else None

@@ -12,6 +12,7 @@ approval still pending when it returns is denied. The face delivers the returned
 
 from collections.abc import Callable
 
+from magi_code.providers.base import ImagePart
 from magi_code.runner.agents import SessionAgents, run_turn_with_peers
 from magi_code.runner.events import RunFinished
 from magi_code.runner.journal import SessionJournal
@@ -36,6 +37,7 @@ async def start_turn(
     agents: SessionAgents | None = None,
     observe: Callable[[TurnSetup], None] | None = None,
     host_io: HostIO | None = None,
+    images: tuple[ImagePart, ...] = (),
 ) -> RunFinished:
     """Run one turn of `prompt` on `attachment` with `selection` (provider, model, thinking;
     None picks the admitted one). `agents` is the session's melchior and children
@@ -43,7 +45,8 @@ async def start_turn(
     turn has the melchior and `agent` tools, its delegated ceiling, and its peers' messages.
     `observe` lets a face wrap the turn's provider, tools and policy before it starts
     (Mission Control's usage, previews and session grants). `host_io` is the client's file and
-    terminal I/O when the face has one (ACP); the tools use the local disk without it."""
+    terminal I/O when the face has one (ACP); the tools use the local disk without it.
+    `images` are what the prompt carries beside its text (tools/images.py made them)."""
     finished = RunFinished("failed", "not_started", None, "execution_failed")
     try:
         session_id = attachment.session_id
@@ -54,7 +57,7 @@ async def start_turn(
             observe(setup)
         finished = RunFinished("failed", "degraded", None, "execution_failed")
         journal = SessionJournal(attachment)
-        return await run_turn_with_peers(agents, setup, journal, emitter, control, prompt)
+        return await run_turn_with_peers(agents, setup, journal, emitter, control, prompt, images)
     except Exception:  # noqa: BLE001 - a crashed run still ends in one RunFinished
         from magi_code.debug import absorbed
 

@@ -13,14 +13,22 @@ point (they share its list, prefixes.py, so asking costs nothing however long th
 `replay` feeds it a whole sequence. A `compaction` record replaces everything before
 the prompt it names (`keep_from`) with its summary. An `activity` record (a hook run, a Code
 Mode call) is no tool call of the model's: only a hook's `context` is replayed (as user text
-where the hook ran), and a prompt a hook blocked (`drops_prompt`) is taken out.
+where the hook ran), and a prompt a hook blocked (`drops_prompt`) is taken out. A prompt's and
+a tool result's stored `images` come back with them, as the model was first sent them.
 """
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from magi_code.prefixes import Growing
-from magi_code.providers.base import AssistantText, Item, ToolCall, ToolResult, UserText
+from magi_code.providers.base import (
+    AssistantText,
+    ImagePart,
+    Item,
+    ToolCall,
+    ToolResult,
+    UserText,
+)
 from magi_code.runner.compaction import SizedItems, item_bytes, summary_item
 from magi_code.runner.peers import peer_text
 
@@ -37,7 +45,7 @@ class Replayer:
         kind = record.get("type")
         if kind == "user":
             self._prompts[str(record.get("message_id", ""))] = len(self._items)
-            self._append(UserText(str(record["text"])))
+            self._append(UserText(str(record["text"]), stored_images(record)))
         elif kind == "peer":  # labelled as a peer's, never as the user's
             who, sort, body = (str(record[k]) for k in ("who", "sort", "text"))
             self._append(UserText(peer_text(who, sort, body)))
@@ -60,9 +68,8 @@ class Replayer:
             call_id = str(record.get("call_id", record.get("activity_id", "")))
             arguments = str(record.get("arguments", "{}"))
             self._append(ToolCall(call_id, str(record["name"]), arguments))
-            self._append(
-                ToolResult(call_id, str(record.get("result", "")), record.get("state") == "failed")
-            )
+            result, failed = str(record.get("result", "")), record.get("state") == "failed"
+            self._append(ToolResult(call_id, result, failed, stored_images(record)))
 
     def items(self) -> SizedItems:
         """The items so far, which later records do not change; the caller may add to them."""
@@ -100,6 +107,12 @@ class Replayer:
         else:
             self._slots[segment] = len(self._items)
             self._append(AssistantText(text))
+
+
+def stored_images(record: Mapping[str, Any]) -> tuple[ImagePart, ...]:
+    """A record's `images` (sessions/records.py checked their shape)."""
+    images = record.get("images") or ()
+    return tuple(ImagePart(i["media_type"], i["data"], i["description"]) for i in images)
 
 
 def _segment(record: Mapping[str, Any]) -> tuple[str, str]:

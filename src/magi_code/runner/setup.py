@@ -70,7 +70,10 @@ class TurnParts:
 
     def __init__(self, admitted: Admitted) -> None:
         self.admitted = admitted
-        self.tools, self.policy = context_tools(admitted.context, builtin_tools(), policy(admitted))
+        web = admitted.settings.get("web") or {}
+        builtin = builtin_tools(allow_private=web.get("allow_private") is True)
+        self.tools, self.policy = context_tools(admitted.context, builtin, policy(admitted))
+        self.web_search = web.get("search") is True
         self.env = tool_env(admitted)
         self.sandbox = sandbox(admitted)
         self.sandbox.auto = admitted.settings.get("approval_mode") == "auto"
@@ -87,6 +90,7 @@ class TurnParts:
 
     def _build(self, provider_id: str) -> Provider:
         from magi_code.config.credentials import CredentialStore
+        from magi_code.providers.failures import advised
         from magi_code.providers.registry import build_provider
 
         admitted = self.admitted
@@ -94,7 +98,8 @@ class TurnParts:
             self._credentials = CredentialStore(admitted.paths.home)
         conf = admitted.settings["providers"][provider_id]
         sent_to = admitted.credential_providers.get(provider_id)
-        return build_provider(provider_id, conf, self._credentials, admitted.env, sent_to=sent_to)
+        built = build_provider(provider_id, conf, self._credentials, admitted.env, sent_to=sent_to)
+        return advised(provider_id, conf, built)  # its failures say what to do
 
     def turn_tools(self) -> dict[str, Tool[Any]]:
         """The built-in tools, and the MCP servers' tools as they are now, that the profile
@@ -130,8 +135,11 @@ def turn_setup(
     agents: "SessionAgents | None" = None,
     host_io: HostIO | None = None,
 ) -> TurnSetup:
+    from magi_code.providers.images import takes_images
+
     provider_id, model, thinking = selection
-    provider_id = provider_id or admitted.provider
+    provider_id, model = provider_id or admitted.provider, model or admitted.model
+    conf = admitted.settings["providers"][provider_id]
     built = parts(admitted)
     tools, turn_policy, code_policy = built.turn_tools(), built.policy, built.code_policy
     if agents is not None:  # melchior tools and `agent` the profile offers, under the ceiling
@@ -143,7 +151,7 @@ def turn_setup(
     return TurnSetup(
         session_id=session_id,
         run_id=run_id,
-        model=model or admitted.model,
+        model=model,
         instructions=admitted.instructions,
         thinking=thinking,
         provider=built.provider(provider_id),
@@ -152,11 +160,13 @@ def turn_setup(
         workspace=Path(admitted.cwd),
         env=built.env,
         approvals=approvals,
-        context_window=context_window(admitted.settings["providers"][provider_id]),
+        context_window=context_window(conf),
         hooks=_hook_runner(built.hooks, session_id, admitted, built.env),
         code_policy=code_policy,
         host_io=host_io,
         sandbox=built.sandbox,
+        images=takes_images(provider_id, conf, model),
+        web_search=built.web_search,
     )
 
 

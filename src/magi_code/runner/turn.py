@@ -29,6 +29,7 @@ is degraded, whatever was displayed. It runs in an anyio event loop and knows no
 import json
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing, suppress
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
@@ -41,6 +42,7 @@ from magi_code.ids import uuid4
 from magi_code.providers.base import (
     AssistantText,
     Completed,
+    ImagePart,
     ModelRequest,
     Provider,
     ProviderError,
@@ -53,6 +55,7 @@ from magi_code.providers.base import (
     ToolSpec,
     Usage,
     UserText,
+    failure_detail,
     failure_summary,
 )
 from magi_code.providers.tool_arguments import utf8_bytes
@@ -179,6 +182,8 @@ class TurnSetup:
     code_policy: Policy | None = None  # Code Mode on: the policy of the calls a program makes
     host_io: HostIO | None = None  # the client's files and terminals (ACP), else local I/O
     sandbox: "Sandbox | None" = None  # the session's OS sandbox (tools/sandbox)
+    images: bool = False  # the model takes images (providers/images.py)
+    web_search: bool = False  # `[web] search`: offer the provider's own web search
 
 
 def new_id() -> str:
@@ -225,7 +230,7 @@ class Turn:
 
     # ---- the run ---------------------------------------------------------------------------
 
-    async def run(self, prompt: str) -> RunFinished:
+    async def run(self, prompt: str, images: tuple[ImagePart, ...] = ()) -> RunFinished:
         message_id = self.prompt_id = new_id()
         try:
             self.journal.append(
@@ -234,6 +239,7 @@ class Turn:
                     "run_id": self.setup.run_id,
                     "message_id": message_id,
                     "text": prompt,
+                    **stored_images(images),
                 },
                 fsync=True,
             )
@@ -255,7 +261,8 @@ class Turn:
                 self.failure = failed.diagnostic
             except ProviderError as failure:
                 outcome, error = "failed", "execution_failed"
-                self.failure = Diagnostic(failure.code, failure_summary(failure))
+                summary, detail = failure_summary(failure), failure_detail(failure)
+                self.failure = Diagnostic(failure.code, summary, detail)
             except OutputUnavailable:
                 outcome, error = "cancelled", "output_unavailable"
         if scope.cancelled_caught:
@@ -294,7 +301,13 @@ class Turn:
     ) -> list[ToolCall]:
         self.segment = Segment(new_id())
         request = ModelRequest(
-            self.setup.model, self.setup.instructions, items.frozen(), specs, self.setup.thinking
+            self.setup.model,
+            self.setup.instructions,
+            items.frozen(),
+            specs,
+            self.setup.thinking,
+            images=self.setup.images,
+            web_search=self.setup.web_search,
         )
         self.counted = len(items)
         calls: list[ToolCall] = []
@@ -401,6 +414,7 @@ class Turn:
             (*items[:keep], UserText("Summarize the conversation above.")),
             thinking=self.setup.thinking,
             purpose="compaction",
+            images=self.setup.images,
         )
         parts: list[str] = []
         try:
@@ -491,6 +505,7 @@ class Turn:
         )
         if not allowed:
             return ToolOutcome(False, "The user did not allow this action.", f"denied: {summary}")
+        ctx = replace(ctx, permits=partial(allowed_unasked, policy, call.name, ctx.workspace))
         outcome = await self.run_tool(tool, args, ctx)
         if outcome.sandbox_denied:
             outcome = await self.outside_sandbox(tool, call, args, access, summary, ctx, outcome)
@@ -522,7 +537,7 @@ class Turn:
             return ToolOutcome(False, refused.output + note, refused.summary)
         again = await self.run_tool(tool, args, replace(ctx, unconfined=True))
         note = "[ran again outside the sandbox, as the user allowed]\n"
-        return ToolOutcome(again.ok, note + again.output, again.summary)
+        return ToolOutcome(again.ok, note + again.output, again.summary, images=again.images)
 
     async def bridged(self, name: str, arguments: str) -> ToolOutcome:
         """One call a `code` program makes: an activity of its own (not a model tool call),
@@ -590,10 +605,11 @@ class Turn:
             summary=outcome.summary,
             arguments=call.arguments,
             result=outcome.output,
+            **stored_images(outcome.images),
             **extra,
         )
         await self.emit.critical(Activity(activity_id, "tool", state, name, outcome.summary))
-        return ToolResult(call_id, outcome.output, not outcome.ok)
+        return ToolResult(call_id, outcome.output, not outcome.ok, outcome.images)
 
     async def start_activity(
         self, activity_id: str, call: ToolCall, name: str, summary: str
@@ -719,7 +735,24 @@ def with_context(outcome: ToolOutcome, contexts: list[str]) -> ToolOutcome:
     """The tool's output, cut if need be so that post_tool_use context always fits after it."""
     added = "\n\n" + "\n\n".join(contexts)
     room = OUTPUT_BYTES - len(added.encode("utf-8"))
-    return ToolOutcome(outcome.ok, clip_utf8(outcome.output, room) + added, outcome.summary)
+    output = clip_utf8(outcome.output, room) + added
+    return ToolOutcome(outcome.ok, output, outcome.summary, images=outcome.images)
+
+
+def allowed_unasked(policy: Policy, tool: str, workspace: Path, access: Access) -> bool:
+    """Whether `policy` allows `tool` this access without asking (a tool's `ctx.permits`)."""
+    return policy.decide(tool, access, workspace) == "allow"
+
+
+def stored_images(images: tuple[ImagePart, ...]) -> dict[str, Any]:
+    """A record's `images` field (sessions/records.py): each image whole, its bytes in
+    base64, as bounded as it was made (tools/images.py); none when there are none."""
+    if not images:
+        return {}
+    kept = [
+        {"media_type": i.media_type, "data": i.data, "description": i.description} for i in images
+    ]
+    return {"images": kept}
 
 
 def oversize_bytes(call: ToolCall) -> int:
@@ -738,6 +771,11 @@ def _arguments_value(arguments: str) -> object:
 
 
 async def run_turn(
-    setup: TurnSetup, journal: Journal, emit: Emitter, control: TurnControl, prompt: str
+    setup: TurnSetup,
+    journal: Journal,
+    emit: Emitter,
+    control: TurnControl,
+    prompt: str,
+    images: tuple[ImagePart, ...] = (),
 ) -> RunFinished:
-    return await Turn(setup, journal, emit, control).run(prompt)
+    return await Turn(setup, journal, emit, control).run(prompt, images)

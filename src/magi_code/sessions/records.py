@@ -10,7 +10,7 @@ type               fields (besides session_id/type)
 session            ``cwd`` canonical absolute path (optional: older files lack it),
                    ``created_at`` ISO 8601, ``selection`` {provider, model, thinking}.
                    Written first; a later one may update the selection (last one wins).
-user               ``message_id``, ``run_id``, ``text``
+user               ``message_id``, ``run_id``, ``text``, ``images`` (optional: see below)
 assistant_chunk    ``message_id``, ``run_id``, ``index`` (int), ``text``: streamed pieces
 assistant          ``message_id``, ``run_id``, ``text``: the reconciled segment; wins over
                    its chunks. Legacy records without ``text`` (absent or null) fall back to
@@ -18,7 +18,8 @@ assistant          ``message_id``, ``run_id``, ``text``: the reconciled segment;
 reasoning_summary  ``item_id``, ``run_id``, ``text``, ``provider_summary`` (bool; projected
                    only when true; a repeated item_id within a run replaces the earlier one)
 tool               ``activity_id``, ``run_id``, ``name``, ``state`` (started|completed|failed),
-                   ``summary`` (optional str), ``result`` (raw, provider replay only; any JSON)
+                   ``summary`` (optional str), ``result`` (raw, provider replay only; any JSON),
+                   ``images`` (optional: see below; provider replay only)
 activity           ``activity_id``, ``run_id``, ``name``, ``state`` (started|completed|failed),
                    ``summary`` (optional str): an activity the model did not call itself (a
                    hook run, a Code Mode bridged call). Projected like a tool's; replayed to
@@ -35,6 +36,12 @@ assessment         private assessment; never projected
 reasoning          raw reasoning; never projected
 run_finished       ``run_id``, ``outcome`` (completed|cancelled|failed), ``error_code`` (str|null)
 =================  ===========================================================================
+
+``images`` is a list of objects ``{media_type, data, description}`` (strings): each image a
+prompt carried or a tool returned, stored whole, its bytes in base64 as the model was sent them
+(tools/images.py bounds each at IMAGE_BYTES, its description short). Stored bytes rather than a
+reference: a prompt's image may have no file, and a file may change or go; a session stays
+what the model saw. Never projected.
 
 A file is ``session_invalid`` when a line is not valid UTF-8, not JSON, not an object, names
 another session, has an unknown type or the type ``diagnostic``, or lacks a required string
@@ -120,8 +127,26 @@ def _check_summary(record: Record) -> None:
         raise _invalid()
 
 
+def _check_images(record: Record) -> None:
+    images = record.get("images")
+    if images is None:
+        return
+    if not isinstance(images, list):
+        raise _invalid()
+    for image in images:
+        if not isinstance(image, dict) or not all(
+            _is_text(image.get(key)) for key in ("media_type", "data", "description")
+        ):
+            raise _invalid()
+
+
+def _check_user(record: Record) -> None:
+    _check_images(record)
+
+
 def _check_tool(record: Record) -> None:
     _optional_text(record, "summary")
+    _check_images(record)
     if record["state"] not in TOOL_STATES:
         raise _invalid()
 
@@ -140,6 +165,7 @@ def _check_finished(record: Record) -> None:
 
 _EXTRA: dict[str, Callable[[Record], None]] = {
     "session": _check_session,
+    "user": _check_user,
     "assistant": _check_assistant,
     "compaction": _check_compaction,
     "assistant_chunk": _check_chunk,

@@ -6,13 +6,16 @@ activity and approval events), and, once allowed, `run`. A tool never decides it
 permission, never prints, and never lets anyio cancellation turn into a result.
 
 `ToolOutcome` enforces its own invariants: whatever a tool puts in `summary` leaves redacted
-and bounded, and `output` is bounded for the model.
+and bounded, and `output` is bounded for the model. A result may carry images beside its
+text (`images`, made by tools/images.py within its bounds): each wire sends them as its own
+image parts, or their descriptions to a model that takes none.
 """
 
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
+from magi_code.providers.base import ImagePart
 from magi_code.records import KW_ONLY, record
 from magi_code.tools import ToolsError
 from magi_code.tools.host_io import HostIO
@@ -25,7 +28,7 @@ if TYPE_CHECKING:
     from magi_code.tools.sandbox.modes import Sandbox
 
 InputErrorCode = Literal["invalid_json", "invalid_arguments", "arguments_too_large"]
-AccessKind = Literal["read", "write", "shell"]
+AccessKind = Literal["read", "write", "shell", "network"]
 
 ArgsT = TypeVar("ArgsT")
 
@@ -56,6 +59,9 @@ class ToolContext:
     # What no tool reads or writes, by path and by file (a hard link is no door): the
     # policy's protected paths (tools/paths.py). None: nothing beyond the policy's decision.
     protected: "Protected | None" = None
+    # Whether the turn's policy allows this call's tool an access without asking (web_fetch
+    # follows a redirect to another host only then). None: nothing is allowed that way.
+    permits: "Callable[[Access], bool] | None" = None
 
 
 @record
@@ -73,6 +79,7 @@ class ToolOutcome:
     output: str  # text for the model, at most OUTPUT_BYTES UTF-8 bytes
     summary: str  # safe: redacted, one line, at most SUMMARY_BYTES; no raw params or results
     sandbox_denied: bool = False  # it failed as the OS sandbox refused something it did
+    images: tuple[ImagePart, ...] = ()  # shown to the model after `output`
 
     def __post_init__(self) -> None:
         output = clip_utf8(scrub_surrogates(self.output), OUTPUT_BYTES)
@@ -85,6 +92,7 @@ class Access:
     kind: AccessKind
     paths: tuple[Path, ...] = ()  # resolved, canonical
     command: str | None = None  # the shell command, verbatim
+    host: str | None = None  # "network": the host name reached (lower case, IDNA)
 
 
 class Tool(Protocol[ArgsT]):

@@ -8,10 +8,14 @@ from magi_code.tools.grep import Grep
 from magi_code.tools.limits import SHELL_MAX_TIMEOUT_S, SHELL_TIMEOUT_S
 from magi_code.tools.listing import Glob, ListDir
 from magi_code.tools.shell import Shell
+from magi_code.tools.web_fetch import WebFetch
 
 
 def builtin_tools(
-    *, shell_timeout_s: float = SHELL_TIMEOUT_S, shell_max_timeout_s: float = SHELL_MAX_TIMEOUT_S
+    *,
+    shell_timeout_s: float = SHELL_TIMEOUT_S,
+    shell_max_timeout_s: float = SHELL_MAX_TIMEOUT_S,
+    allow_private: bool = False,  # `[web] allow_private`: web_fetch may reach local addresses
 ) -> dict[str, Tool[Any]]:
     tools: list[Tool[Any]] = [
         ReadFile(),
@@ -21,5 +25,6 @@ def builtin_tools(
         Glob(),
         Grep(),
         Shell(shell_timeout_s, shell_max_timeout_s),
+        WebFetch(allow_private),
     ]
     return {tool.name: tool for tool in tools}

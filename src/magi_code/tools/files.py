@@ -1,5 +1,9 @@
 """read_file, write_file and edit_file: one file each call, blocking I/O in a worker thread.
 
+read_file returns an image file (PNG, JPEG, GIF or WebP, known by its first bytes) as an
+image beside a line of text (tools/images.py: bounded, downscaled when too large); every
+other file as numbered lines of text.
+
 A read's thread is abandoned on cancellation (it changes nothing, and stops at its next
 cancellation check); a write's thread is waited for, so a write is never left half-done behind
 the runner's back, and it is bounded, so the wait is short. Failures become outcomes with a
@@ -12,6 +16,7 @@ files it carries: the same numbering, notes and bounds, and the disk is left to 
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 import anyio
 import anyio.from_thread
@@ -20,6 +25,7 @@ from magi_code.records import record
 from magi_code.tools import args as A
 from magi_code.tools.base import Access, ToolContext, ToolOutcome
 from magi_code.tools.host_io import HostIO
+from magi_code.tools.images import SNIFF_BYTES, ImageRefused, read_from, sniff
 from magi_code.tools.limits import (
     BINARY_SNIFF_BYTES,
     CANCEL_CHECK_LINES,
@@ -52,8 +58,9 @@ class ReadArgs:
 class ReadFile:
     name = "read_file"
     description = (
-        "Read a text file. Lines are numbered (number, tab, text). "
-        "Use offset (1-based line) and limit (lines) to page through long files."
+        "Read a file. Text comes as numbered lines (number, tab, text): use offset (1-based "
+        "line) and limit (lines) to page through long files. An image (PNG, JPEG, GIF, WebP) "
+        "comes as the image itself, for you to look at."
     )
 
     def __init__(self) -> None:
@@ -86,6 +93,8 @@ class ReadFile:
         path = resolve(ctx, args.path)
         shown = display(ctx, path)
         host = await _host(ctx, path)
+        if host is not None and await anyio.to_thread.run_sync(_image_on_disk, path):
+            host = None  # the client's buffers hold text: an image is read from the disk
         if host is not None and host.read_text is not None:
             try:
                 text = await host.read_text(path)
@@ -121,10 +130,22 @@ def _guard(ctx: ToolContext, kind: str) -> Guard | None:
     return ctx.protected.guard(kind) if ctx.protected is not None else None
 
 
+def _image_on_disk(path: Path) -> bool:
+    try:
+        with open_regular(path) as handle:
+            return sniff(handle.read(SNIFF_BYTES)) is not None
+    except OSError:
+        return False
+
+
 def _read(path: Path, shown: str, args: ReadArgs, guard: Guard | None) -> ToolOutcome:
     out = Lines(TEXT_BYTES)
     number = 0
     with open_regular(path, refused=guard) as handle:
+        if sniff(handle.read(SNIFF_BYTES)) is not None:
+            handle.seek(0)
+            return _read_image(handle, shown)
+        handle.seek(0)
         if is_binary(handle):
             return failed("not_text", f"{shown} looks binary", f"read {shown}")
         while (raw := read_line(handle)) is not None:
@@ -145,6 +166,19 @@ def _read(path: Path, shown: str, args: ReadArgs, guard: Guard | None) -> ToolOu
     if raw is not None:
         text += f"\n[more lines follow: read_file with offset={last + 1}]"
     return ToolOutcome(ok=True, output=text, summary=f"read {shown} (lines {first}-{last})")
+
+
+def _read_image(handle: BinaryIO, shown: str) -> ToolOutcome:
+    try:
+        image = read_from(handle)
+    except ImageRefused as refused:
+        return failed(refused.code, f"{shown}: {refused.why}", f"read {shown}")
+    return ToolOutcome(
+        ok=True,
+        output=f"{shown}: {image.description}",
+        summary=f"read {shown} (image)",
+        images=(image,),
+    )
 
 
 def _read_text(text: str, shown: str, args: ReadArgs) -> ToolOutcome:

@@ -1,12 +1,13 @@
 """The session grant: "allow for this session", one rule for every face. Sans-I/O.
 
 A grant is the exact call it was given for: the tool, the kind of access, the command (for a
-shell) and the canonical paths. It covers that call again and no other path or command. It
-lives in memory for the session (never written anywhere), is never given for a run outside
-the sandbox (that is asked each time), and `GrantedPolicy` applies it only where the
-person's own rules asked: a `deny`, an untrusted project's or an agent profile's narrowing
-and a protected path still decide. A face only renders the question and reports the answer
-(`SessionGrants.grant`); Mission Control and ACP keep one `SessionGrants` per session.
+shell), the canonical paths and the host (for the network). It covers that call again and no
+other path, command or host. It lives in memory for the session (never written anywhere), is
+never given for a run outside the sandbox (that is asked each time), and `GrantedPolicy`
+applies it only where the person's own rules asked: a `deny`, an untrusted project's or an
+agent profile's narrowing and a protected path still decide. A face only renders the question
+and reports the answer (`SessionGrants.grant`); Mission Control and ACP keep one
+`SessionGrants` per session.
 """
 
 from pathlib import Path
@@ -19,12 +20,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from magi_code.tools.approvals import Asked
 
-Key = tuple[str, str, str | None, tuple[Path, ...]]
+Key = tuple[str, str, str | None, tuple[Path, ...], str | None]
 
 
 def grant_key(tool: str, access: Access) -> Key:
-    """This tool, this kind of access, this command, these paths."""
-    return (tool, access.kind, access.command, access.paths)
+    """This tool, this kind of access, this command, these paths, this host."""
+    return (tool, access.kind, access.command, access.paths, access.host)
 
 
 class SessionGrants:
@@ -60,7 +61,7 @@ class GrantedPolicy(Policy):
             return decided
         # Widened, but never past what the layers above the person's own rules demand: an
         # untrusted project's or a profile's narrowing, and protected paths.
-        floor = Policy("allow", "allow", "allow", (), self.narrowing, self.protected)
+        floor = Policy("allow", "allow", "allow", (), self.narrowing, self.protected, "allow")
         return floor._decide_one(tool, access, path, ws)
 
     def _granted(self, tool: str, access: Access, path: Path | None, ws: Path) -> bool:

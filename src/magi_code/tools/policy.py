@@ -9,7 +9,11 @@ Rules:
   decides. A later rule never overrides an earlier one, whatever it says.
 - A call touching several paths is decided per path; the strictest answer wins.
 - No rule: reads inside the workspace get `default_read` (allow); writes get `default_write`
-  (ask); shell gets `default_shell` (ask). Outside the workspace a default is at least `ask`.
+  (ask); shell gets `default_shell` (ask); network (web_fetch) gets `default_network` (ask).
+  Outside the workspace a default is at least `ask`.
+- A `domain` rule matches a network access to that host or any host under it (`example.com`
+  matches `docs.example.com`, never `badexample.com`); it matches nothing else, as a `path`
+  or `command` rule never matches a network access.
 - A `command` pattern with wildcards never *allows* a command holding shell operators
   (`;`, `&`, `|`, backquote, `$(`, redirections, newlines): `git status*` must not allow
   `git status; rm -rf ~`. Such commands fall through to later rules and the default.
@@ -56,7 +60,8 @@ _TOP_KEYS = frozenset(
     }
 )
 _CODE_MODE_KEYS = _TOP_KEYS - {"trusted_projects", "code_mode"}
-_RULE_KEYS = frozenset({"tool", "decision", "command", "path"})
+_RULE_KEYS = frozenset({"tool", "decision", "command", "path", "domain"})
+_NOT_IN_A_DOMAIN = re.compile(r"[\s/:@?#\[\]*]")
 
 
 class PolicyError(ToolsError, ValueError):
@@ -71,11 +76,14 @@ class Rule:
     decision: Decision
     command: str | None = None  # fnmatch pattern on the whole command
     path: Glob | None = None  # relative to the workspace, or absolute
+    domain: str | None = None  # a host name, lower case: it and the hosts under it
 
     def matches(self, tool: str, access: Access, path: Path | None, workspace: Path) -> bool:
         if self.tool not in ("*", tool):
             return False
         if self.command is not None and not self._matches_command(access.command):
+            return False
+        if self.domain is not None and not _in_domain(access.host, self.domain):
             return False
         if self.path is not None:
             return path is not None and _path_matches(self.path, path, workspace)
@@ -100,6 +108,7 @@ class Policy:
     # first matching rule can only make a decision stricter, never looser.
     narrowing: tuple[tuple[Rule, ...], ...] = ()
     protected: Protected = NOTHING_PROTECTED
+    default_network: Decision = "ask"  # no setting sets it: `allow` rules name the domains
 
     @classmethod
     def from_settings(cls, table: object, protected: Protected | None = None) -> "Policy":
@@ -155,6 +164,8 @@ class Policy:
                 return rule.decision
         if access.kind == "shell":
             return self.default_shell
+        if access.kind == "network":
+            return self.default_network
         default = self.default_read if access.kind == "read" else self.default_write
         if path is not None and inside(path, ws):
             return default
@@ -163,6 +174,13 @@ class Policy:
 
 def strictest(decisions: Iterable[Decision]) -> Decision:
     return max(decisions, key=DECISIONS.index)
+
+
+def _in_domain(host: str | None, domain: str) -> bool:
+    if host is None:
+        return False
+    host = host.lower().rstrip(".")
+    return host == domain or host.endswith("." + domain)
 
 
 def _path_matches(glob: Glob, path: Path, workspace: Path) -> bool:
@@ -192,8 +210,13 @@ def _rule(raw: object) -> Rule:
     tool = raw.get("tool", "*")
     command = raw.get("command")
     path = raw.get("path")
+    domain = raw.get("domain")
     if not isinstance(tool, str) or not tool:
         raise PolicyError
+    if domain is not None:
+        if not isinstance(domain, str) or not domain.strip(".") or _NOT_IN_A_DOMAIN.search(domain):
+            raise PolicyError
+        domain = domain.lower().strip(".")
     if command is not None and (not isinstance(command, str) or not command):
         raise PolicyError
     glob = None
@@ -204,4 +227,4 @@ def _rule(raw: object) -> Rule:
             glob = compile_glob(path)
         except GlobError:
             raise PolicyError from None
-    return Rule(tool, _decision(raw["decision"]), command, glob)
+    return Rule(tool, _decision(raw["decision"]), command, glob, domain)
