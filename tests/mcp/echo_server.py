@@ -1,11 +1,13 @@
 """A tiny real MCP stdio server for tests: `python echo_server.py MODE PIDFILE [DELAY]`.
 
 Modes:
-- ok: tools `echo(text)` (returns the text), `fail()` (an error result), `nap(seconds)`
-  (sleeps, then returns "awake") and `die()` (the server exits without answering).
+- ok: tools `echo(text)` (returns the text), `repeat(text, times)`, `fail()` (an error
+  result), `nap(seconds)` (sleeps, then returns "awake") and `die()` (the server exits without
+  answering).
 - exit-init: reads the initialize request, waits DELAY seconds, exits 3 without answering.
 - hang: never reads or answers; ignores stdin EOF (SIGTERM ends it).
 - stubborn: like ok, but ignores SIGTERM and stdin EOF, so only SIGKILL ends it.
+With ECHO_INSTRUCTIONS=N in its environment, the server's instructions are N letters `i`.
 Every mode writes its pid to PIDFILE first. Imports stay inside the modes that need them.
 """
 
@@ -40,12 +42,18 @@ def main() -> None:
 def serve() -> None:
     from mcp.server.mcpserver import MCPServer
 
-    server = MCPServer("echo")
+    size = int(os.environ.get("ECHO_INSTRUCTIONS", "0"))
+    server = MCPServer("echo", instructions="i" * size or None)
 
     @server.tool()
     def echo(text: str) -> str:
         """Return the text."""
         return text
+
+    @server.tool()
+    def repeat(text: str, times: int) -> str:
+        """Return the text, `times` times over."""
+        return text * times
 
     @server.tool()
     def fail() -> str:

@@ -140,7 +140,7 @@ def baseline_rss(tmp_path_factory: pytest.TempPathFactory) -> int:
     return run.peak_rss
 
 
-# What the model is told of a failed call, in part (the whole text is tool.FAILURES).
+# What the model is told of a failed call, in part (the whole text is calls.FAILURES).
 SAYS = {
     "malformed": "error: the MCP server's HTTP answer was malformed;",
     "too_large": f"error: the MCP server's answer is over {MESSAGE_BYTES} bytes;",

@@ -55,6 +55,18 @@ class Context:
         self.profiles, self.root, self.notices = profiles, root, notices
         self.instructions = instructions.told(sources)
 
+    def add_servers(self, servers: list[tuple[str, str]]) -> None:
+        """Each connected MCP server's instructions (its name, its text), after every other
+        source and under the same total bound, headed by the server's name: told from now on,
+        and shown where the sources are (`/status`, `magi-code context`)."""
+        collector = instructions.Collector(self.notices)
+        collector.used = sum(len(source.text.encode()) for source in self.sources)
+        for name, text in servers:
+            said = f"Instructions of the MCP server {name}:\n{text}"
+            collector.add_text("mcp", f"MCP server {name}", said)
+        self.sources = [*self.sources, *collector.sources]
+        self.instructions = instructions.told(self.sources)
+
     def subagents(self) -> list[profiles.Profile]:
         """Subagent profiles on offer (for the subagent tool); disabled ones are not."""
         return self.profiles.subagents()

@@ -36,3 +36,11 @@ CLOSE_S = 2.0  # what McpManager.close waits for, by default, before SIGKILL
 
 # How often a thread waiting on startup looks at its cancel event.
 CANCEL_POLL_S = 0.02
+
+# Images of one tools/call or resources/read result sent to the model; later ones are described.
+RESULT_IMAGES = 8
+
+# A server's `instructions` (from initialize) kept for the context; the rest is cut.
+INSTRUCTIONS_CHARS = 4096
+# Resources one resources/list answers with (every page); the rest are not shown.
+RESOURCES_PER_SERVER = 512

@@ -15,14 +15,20 @@ Rules:
   connecting is cancelled. It waits at most `timeout`, then SIGKILLs what is left.
 - `notifications/tools/list_changed` re-lists that server's tools in the background; the next
   `listed()` (the next turn's tools, `tool.mcp_tools`) waits briefly for a re-list in flight.
-  Server-initiated sampling, elicitation and roots requests are refused (the SDK's defaults;
-  no capability is declared).
+  Roots are declared (with list_changed): the one root is the workspace (`cwd`). Elicitation
+  is declared and every request declined: no face asks its person yet. Sampling is refused
+  (the SDK's default; not declared).
+- A server's `instructions` from its initialize answer are kept for the context
+  (`instructions()`), cut to INSTRUCTIONS_CHARS with a note saying so.
+- Resources: `resources(server)` lists a server's resources (bounded like its tools),
+  `read(server, uri)` reads one; both on the manager's loop, like calls.
 - The SDK logs server text (error bodies, a token endpoint's answer): its loggers end here,
   never on stderr, which `serve --stdio` keeps free of diagnostics.
 - Tool calls are tasks of the manager's loop too, giving the server's raw result or why there
   is none (errors.McpCallFailure); a caller on another loop awaits them through a future it
   cancels on its own cancellation, and makes the model's view of the result
-  (`tool.McpTool.run`). The manager knows nothing of tools.
+  (`tool.McpTool.run`). The manager knows nothing of tools. A call's progress notifications
+  update the `Progress` its caller handed in (the last one counts).
 - An HTTP session is opened again when lost after startup, the way the streamable-HTTP spec
   says: a call whose server answered 404 to our session (http_answers.py notes it) asks the
   owner for a new one (it leaves the old within CLOSE_S, connects, initializes and lists
@@ -39,16 +45,18 @@ import os
 import signal
 import threading
 import time
-from collections.abc import AsyncIterator, Collection, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import ClientSession
-from mcp.client.session import IncomingMessage
+from mcp.client.session import ClientRequestContext, IncomingMessage
 from mcp.shared.exceptions import MCPError
+from pydantic import FileUrl
 
 from magi_code.config.credentials import CredentialStore
 from magi_code.config.own_commands import resolved_program, working_folder
@@ -59,10 +67,13 @@ from magi_code.mcp.limits import (
     CANCEL_POLL_S,
     CLOSE_S,
     CONNECT_S,
+    INSTRUCTIONS_CHARS,
     LIST_PAGES,
     RELIST_WAIT_S,
+    RESOURCES_PER_SERVER,
     TOOLS_PER_SERVER,
 )
+from magi_code.mcp.progress import Progress
 from magi_code.mcp.transport import open_stdio
 
 CLIENT_INFO = mcp_types.Implementation(name="magi-code", version="0.1.0")
@@ -81,6 +92,8 @@ class Connection:
     pid: int | None = None
     session: ClientSession | None = None  # the session calls use; None while there is none
     tools: list[mcp_types.Tool] = field(default_factory=list)
+    instructions: str | None = None  # the server's, from initialize, bounded
+    has_resources: bool = False  # the server declared the resources capability
     needs_login: bool = False
     # Touched only in the manager's loop:
     scope: anyio.CancelScope | None = None  # the current session's (its deadline to connect)
@@ -172,6 +185,22 @@ class McpManager:
             out += [(name, listed) for listed in connection.tools]
         return out
 
+    def with_resources(self) -> list[str]:
+        """The connected servers that offer resources."""
+        return [
+            name
+            for name, connection in self.connections.items()
+            if connection.has_resources and connection.ready.is_set()
+        ]
+
+    def instructions(self) -> list[tuple[str, str]]:
+        """Each connected server's instructions (server name, text), for the context."""
+        return [
+            (name, connection.instructions)
+            for name, connection in self.connections.items()
+            if connection.instructions and connection.ready.is_set()
+        ]
+
     def pids(self) -> list[int]:
         return [c.pid for c in self.connections.values() if c.pid is not None]
 
@@ -197,14 +226,45 @@ class McpManager:
         closer.join(max(0.0, end - time.monotonic()))
 
     def submit(
-        self, server: str, tool: str, arguments: dict[str, Any]
+        self,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: Progress | None = None,
     ) -> "concurrent.futures.Future[mcp_types.CallToolResult | McpCallFailure]":
         """Start one tools/call on the manager's loop; its result, or why there is none.
         RuntimeError once the manager is closed."""
+        connection = self.connections[server]
+        update = None if progress is None else progress.update
+
+        async def call(session: ClientSession) -> mcp_types.CallToolResult:
+            return await session.call_tool(
+                tool, arguments, read_timeout_seconds=CALL_TIMEOUT_S, progress_callback=update
+            )
+
+        return self._start(self._on_session, connection, call)
+
+    def submit_list_resources(
+        self, server: str
+    ) -> "concurrent.futures.Future[list[mcp_types.Resource] | McpCallFailure]":
+        """Start listing a server's resources (every page, at most RESOURCES_PER_SERVER)."""
+        return self._start(self._on_session, self.connections[server], list_resources)
+
+    def submit_read_resource(
+        self, server: str, uri: str
+    ) -> "concurrent.futures.Future[mcp_types.ReadResourceResult | McpCallFailure]":
+        """Start reading one resource of a server."""
+
+        async def read(session: ClientSession) -> mcp_types.ReadResourceResult:
+            return await session.read_resource(uri)
+
+        return self._start(self._on_session, self.connections[server], read)
+
+    def _start(self, *task: Any) -> "concurrent.futures.Future[Any]":
         portal = self.portal
         if portal is None:
             raise RuntimeError("closed")
-        return portal.start_task_soon(self._call, self.connections[server], tool, arguments)
+        return portal.start_task_soon(*task)
 
     def _wait_connected(self, cancel: threading.Event | None, deadline: float) -> None:
         # Two threading events cannot be awaited together: wake on progress, poll `cancel`.
@@ -266,9 +326,13 @@ class McpManager:
                         write,
                         client_info=CLIENT_INFO,
                         message_handler=lambda message: self._on_message(connection, message),
+                        list_roots_callback=self._roots,
+                        elicitation_callback=_decline,
                     ) as session,
                 ):
-                    await session.initialize()
+                    initialized = await session.initialize()
+                    connection.instructions = bounded(initialized.instructions)
+                    connection.has_resources = initialized.capabilities.resources is not None
                     connection.tools = await list_tools(session)
                     scope.deadline = math.inf
                     connection.session, connection.stop = session, anyio.Event()
@@ -360,22 +424,23 @@ class McpManager:
             else:
                 connection.scope.cancel()
 
-    async def _call(
-        self, connection: Connection, tool: str, arguments: dict[str, Any]
-    ) -> mcp_types.CallToolResult | McpCallFailure:
+    async def _on_session(
+        self, connection: Connection, request: Callable[[ClientSession], Awaitable[Any]]
+    ) -> Any:
+        """`request` on the connection's session: its result, or why there is none."""
         if connection.server.url is not None:
-            return await self._http_call(connection, tool, arguments)
+            return await self._on_http_session(connection, request)
         session = connection.session
         if session is None:
             return "no_result"
         try:
-            return await session.call_tool(tool, arguments, read_timeout_seconds=CALL_TIMEOUT_S)
+            return await request(session)
         except _CALL_ERRORS:
             return "no_result"
 
-    async def _http_call(
-        self, connection: Connection, tool: str, arguments: dict[str, Any]
-    ) -> mcp_types.CallToolResult | McpCallFailure:
+    async def _on_http_session(
+        self, connection: Connection, request: Callable[[ClientSession], Awaitable[Any]]
+    ) -> Any:
         from magi_code.mcp.http_answers import REPORT, CallReport
 
         failure: McpCallFailure = "no_result"
@@ -388,7 +453,7 @@ class McpManager:
             report = CallReport()
             token = REPORT.set(report)  # the SDK's tasks for this call's requests see it
             try:
-                return await session.call_tool(tool, arguments, read_timeout_seconds=CALL_TIMEOUT_S)
+                return await request(session)
             except _CALL_ERRORS:
                 failure = report.failure or "no_result"
             finally:
@@ -397,6 +462,13 @@ class McpManager:
                 return failure
             self._renew(connection, session)
         return failure
+
+    async def _roots(self, context: ClientRequestContext) -> mcp_types.ListRootsResult:
+        """The one root: the workspace."""
+        workspace = Path(self.cwd or os.getcwd())
+        name = workspace.name or str(workspace)
+        root = mcp_types.Root(uri=FileUrl(workspace.as_uri()), name=name)
+        return mcp_types.ListRootsResult(roots=[root])
 
     def _renew(self, connection: Connection, stale: ClientSession | None) -> anyio.Event:
         """Ask the owner for a new HTTP session, leaving `stale` if it still holds it; the
@@ -434,6 +506,34 @@ async def list_tools(session: ClientSession) -> list[mcp_types.Tool]:
         if not cursor:
             return tools
     raise McpUnavailable
+
+
+def bounded(instructions: str | None) -> str | None:
+    """A server's instructions within INSTRUCTIONS_CHARS; a cut says so."""
+    if not instructions or len(instructions) <= INSTRUCTIONS_CHARS:
+        return instructions or None
+    note = f"[instructions cut at {INSTRUCTIONS_CHARS} characters]"
+    return f"{instructions[:INSTRUCTIONS_CHARS]}\n{note}"
+
+
+async def list_resources(session: ClientSession) -> list[mcp_types.Resource]:
+    resources: list[mcp_types.Resource] = []
+    cursor: str | None = None
+    for _ in range(LIST_PAGES):
+        params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_resources(params=params)
+        resources += page.resources
+        cursor = page.next_cursor
+        if len(resources) >= RESOURCES_PER_SERVER or not cursor:
+            break
+    return resources[:RESOURCES_PER_SERVER]
+
+
+async def _decline(
+    context: ClientRequestContext, params: mcp_types.ElicitRequestParams
+) -> mcp_types.ElicitResult:
+    """Elicitation: no face here asks its person, so every request is declined."""
+    return mcp_types.ElicitResult(action="decline")
 
 
 def _server_env(env: Mapping[str, str]) -> dict[str, str]:

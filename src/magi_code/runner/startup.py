@@ -178,6 +178,8 @@ def admit(
     check_provider(conf, where, env, credential_providers)
     project = project_defined(loaded.project)
     manager = start_mcp(conf, env, canonical_cwd, cancel, where.home, project)
+    if manager is not None:  # each server's instructions, under its name
+        context.add_servers(manager.instructions())
     return Admitted(
         paths=where,
         cwd=canonical_cwd,
