@@ -7,9 +7,11 @@ MCP), attaches a new or continued session and runs one prompt through the runner
 
 Output. stdout carries the answer only: the final assistant text, or with `--json` one JSON
 object per line, `{"event": NAME, "data": {...}}` (the local agent's event names and shapes,
-runner/event_data.py) after one `session` line. The real stdout is moved to a private
-descriptor at startup and fd 1 points at stderr, so no library print and no tool process can
-write to it. Progress, warnings and errors go to stderr.
+runner/event_data.py) after one `session` line, and exec's own beside them: `tool.output` (a
+tool call's output, redacted, bounded), `turn.usage` (the turn's tokens) and
+`approval.granted_by_mode` (`--approval-mode` allowed an action nobody was asked about). The
+real stdout is moved to a private descriptor at startup and fd 1 points at stderr, so no
+library print and no tool process can write to it. Progress, warnings and errors go to stderr.
 
 Exit codes: 0 completed, 1 failed (or cancelled for another reason), 2 bad usage or a failed
 startup (a message on stderr says what is wrong and what to do), 130 on SIGINT and 143 on
@@ -23,20 +25,21 @@ import contextlib
 import gc
 import json
 import os
-import re
 import signal
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from magi_code import limits
-from magi_code.records import record
+from magi_code.arguments import Parser, UsageError, refused
+from magi_code.records import field, field_names, record
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from anyio.abc import TaskStatus
 
-    from magi_code.runner.events import MessageDelta, RunEvent, RunFinished
+    from magi_code.providers.base import ImagePart
+    from magi_code.runner.events import DetailEvent, MessageDelta, RunEvent, RunFinished
     from magi_code.runner.startup import Admitted, StartupError
     from magi_code.runner.turn import TurnControl
     from magi_code.sessions import Attachment, SessionStore
@@ -44,31 +47,24 @@ if TYPE_CHECKING:
     from magi_code.tools.approvals import ApprovalBroker
     from magi_code.tools.paths import Protected
 
-USAGE = f"""usage: magi-code exec [options] [PROMPT | -]
+    Images = tuple[ImagePart, ...]  # what --image attached to the prompt
 
-Run one prompt without a terminal and exit. The prompt is PROMPT, or stdin with `-` (or with
-no PROMPT when stdin is not a terminal), at most {limits.PROMPT_BYTES} bytes of UTF-8.
-
-options:
-  --json                  print JSON Lines on stdout: a `session` line, then one per run event
-  --approval-mode MODE    what to do when an action needs approval (nobody can be asked):
-                            ask    refuse it and say so (default)
-                            edits  allow file edits inside this folder
-                            full   allow everything the permission rules would ask about
-                            auto   allow what the OS sandbox contains (shell commands, and
-                                   edits inside this folder in workspace-write); refuse the rest
-                          deny rules and protected paths hold in every mode; default: the
-                          `approval_mode` setting (ask or auto), else ask
-  --sandbox MODE          read-only, workspace-write or full-access, instead of [sandbox] mode
-  --continue              continue the latest session of this folder
-  --session ID            continue session ID (see `magi-code sessions list`)
-  --model NAME            the model to use (of the configured provider)
-  --agent NAME            the agent profile to use
-  -h, --help              show this help
+DESCRIPTION = f"""\
+Run one prompt without a terminal, for scripts and CI, and exit. The prompt is PROMPT, or
+stdin with `-` (or with no PROMPT when stdin is not a terminal), at most {limits.PROMPT_BYTES:,}
+bytes of UTF-8. stdout carries the answer only; progress and errors go to stderr."""
+EPILOG = """\
+approval modes (nobody can be asked):
+  ask    refuse what needs approval, and say so (the default)
+  edits  allow file edits inside this folder
+  full   allow everything the permission rules would ask about
+  auto   allow what the OS sandbox contains (shell commands, and edits inside this folder
+         in workspace-write); refuse the rest
+deny rules and protected paths hold in every mode; without --approval-mode, the
+`approval_mode` setting (ask or auto) decides.
 
 exit codes: 0 completed, 1 failed, 2 bad usage or startup failure, 130 interrupted
-(143 terminated), 141 stdout closed by its reader
-"""
+(143 terminated), 141 stdout closed by its reader"""
 
 EXIT_COMPLETED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_SIGNAL_BASE = 128
@@ -91,10 +87,6 @@ SESSION_HINTS = {
 }
 
 
-class UsageError(Exception):
-    """A launch that cannot run: the message says what is wrong and what to do."""
-
-
 @record(frozen=False)
 class Options:
     prompt: str | None = None  # the PROMPT argument, "-" for stdin
@@ -104,55 +96,82 @@ class Options:
     continue_latest: bool = False
     session: str | None = None
     model: str | None = None
+    provider: str | None = None  # None: the `provider` setting's
     agent: str | None = None
-    help: bool = False
+    images: list[str] = field(default_factory=list)  # --image PATH, in order
 
 
-OPTION_NAME = re.compile(r"--?[a-z][a-z-]{0,31}")
-VALUED = {"--approval-mode": "mode", "--session": "session", "--model": "model", "--agent": "agent"}
-VALUED["--sandbox"] = "sandbox"
+PROG = "magi-code exec"
 
 
-def parse(args: list[str]) -> Options:
-    """`exec` options; raises UsageError. `--` ends the options (a prompt may start with -)."""
+def parser() -> Parser:
     from magi_code.tools.approval_modes import MODES
     from magi_code.tools.sandbox.settings import MODES as SANDBOX_MODES
 
-    options = Options()
-    seen: set[str] = set()
-    words = iter(args)
-    for word in words:
-        name, eq, inline = word.partition("=")
-        if word == "--":
-            rest = list(words)
-            if len(rest) != 1 or options.prompt is not None:
-                raise UsageError("give exactly one PROMPT")
-            options.prompt = rest[0]
-        elif word in ("-h", "--help"):
-            options.help = True
-        elif word == "--json":
-            options.json = True
-        elif word == "--continue":
-            options.continue_latest = True
-        elif name in VALUED:
-            value = inline if eq else next(words, None)
-            if not value or name in seen:
-                raise UsageError(f"{name} needs a value, once")
-            seen.add(name)
-            setattr(options, VALUED[name], value)
-        elif word.startswith("-") and word != "-":
-            shown = f" {word}" if OPTION_NAME.fullmatch(word) else ""  # never echo odd input
-            raise UsageError(f"unknown option{shown}")
-        elif options.prompt is not None:
-            raise UsageError("give exactly one PROMPT (quote it)")
-        else:
-            options.prompt = word
-    if options.mode is not None and options.mode not in MODES:
-        raise UsageError("--approval-mode takes ask, edits, full or auto")
-    if options.sandbox is not None and options.sandbox not in SANDBOX_MODES:
-        raise UsageError("--sandbox takes read-only, workspace-write or full-access")
+    parsing = Parser(
+        PROG,
+        usage=f"{PROG} [OPTIONS] [PROMPT | -]",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        stray="give exactly one PROMPT, quoted",
+    )
+    parsing.add_argument("prompt", nargs="?", metavar="PROMPT", help="the prompt; - reads stdin")
+    parsing.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON Lines on stdout: a `session` line, then one per run event",
+    )
+    parsing.add_argument(
+        "--approval-mode",
+        dest="mode",
+        choices=MODES,
+        metavar="MODE",
+        help="ask, edits, full or auto: what to do when an action needs approval (below)",
+    )
+    parsing.add_argument(
+        "--sandbox",
+        choices=SANDBOX_MODES,
+        metavar="MODE",
+        help="read-only, workspace-write or full-access, instead of [sandbox] mode",
+    )
+    parsing.add_argument(
+        "--continue",
+        dest="continue_latest",
+        action="store_true",
+        help="continue the latest session of this folder",
+    )
+    parsing.add_argument(
+        "--session", metavar="ID", help="continue session ID (see `magi-code sessions list`)"
+    )
+    parsing.add_argument("-m", "--model", metavar="NAME", help="the model to use")
+    parsing.add_argument(
+        "--provider", metavar="NAME", help="the provider to use (`magi-code models` lists them)"
+    )
+    parsing.add_argument("--agent", metavar="NAME", help="the agent profile to use")
+    parsing.add_argument(
+        "-i",
+        "--image",
+        dest="images",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="attach the image at PATH to the prompt (repeatable)",
+    )
+    return parsing
+
+
+def parse(args: list[str]) -> Options | None:
+    """`exec` options, or None once -h printed the help; raises UsageError. `--` ends the
+    options (a prompt may start with -)."""
+    parsed = parser().parse(args)
+    if parsed is None:
+        return None
+    options = Options(**{name: getattr(parsed, name) for name in field_names(Options)})
+    for name in ("session", "model", "provider", "agent"):
+        if getattr(options, name) == "":
+            raise UsageError(f"--{name} needs a value", PROG)
     if options.continue_latest and options.session is not None:
-        raise UsageError("--continue and --session exclude each other")
+        raise UsageError("--continue and --session exclude each other", PROG)
     return options
 
 
@@ -161,18 +180,42 @@ def read_prompt(argument: str | None) -> str:
     if argument is not None and argument != "-":
         data = argument.encode("utf-8", "surrogateescape")
     elif argument is None and os.isatty(0):
-        raise UsageError("give a PROMPT, or pipe one on stdin")
+        raise UsageError("give a PROMPT, or pipe one on stdin", PROG)
     else:
         data = _read_stdin(limits.PROMPT_BYTES + 1)
     if len(data) > limits.PROMPT_BYTES:
-        raise UsageError(f"the prompt is over {limits.PROMPT_BYTES} bytes: shorten it")
+        raise UsageError(f"the prompt is over {limits.PROMPT_BYTES} bytes: shorten it", PROG)
     try:
         prompt = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise UsageError("the prompt is not valid UTF-8") from None
+        raise UsageError("the prompt is not valid UTF-8", PROG) from None
     if not prompt.strip():
-        raise UsageError("the prompt is empty")
+        raise UsageError("the prompt is empty", PROG)
     return prompt
+
+
+def read_images(paths: list[str]) -> Images:
+    """The images `--image` names, each within the bounds of tools/images.py; raises
+    UsageError saying which one (by its place: the path is the user's own text) and why."""
+    if not paths:
+        return ()
+    from pathlib import Path
+
+    from magi_code.tools.images import ImageRefused, read_image
+    from magi_code.tools.limits import PROMPT_IMAGES
+
+    if len(paths) > PROMPT_IMAGES:
+        raise UsageError(f"at most {PROMPT_IMAGES} --image options", PROG)
+    images = []
+    for number, path in enumerate(paths, 1):
+        which = f"--image number {number}"
+        try:
+            images.append(read_image(Path(path)))
+        except ImageRefused as not_sent:
+            raise UsageError(f"{which} cannot be sent: {not_sent.why}", PROG) from None
+        except OSError:
+            raise UsageError(f"{which} cannot be read: not found, or not a file", PROG) from None
+    return tuple(images)
 
 
 def _read_stdin(most: int) -> bytes:
@@ -182,7 +225,7 @@ def _read_stdin(most: int) -> bytes:
         try:
             chunk = os.read(0, min(65_536, most - size))
         except OSError:
-            raise UsageError("stdin cannot be read") from None
+            raise UsageError("stdin cannot be read", PROG) from None
         if not chunk:
             break
         chunks.append(chunk)
@@ -254,11 +297,29 @@ class ExecEmitter:
         elif isinstance(event, Activity):
             say(f"[{event.name} {event.state}] {event.summary}")
         elif isinstance(event, Diagnostic):
-            say(f"{event.code}: {event.summary}")
+            say(f"{event.code}: {event.detail or event.summary}")
+        if self.options.json and isinstance(event, Diagnostic) and event.detail:
+            say(f"{event.code}: {event.detail}")  # for the person: stdout keeps the summary
         if isinstance(event, MessageReconcile):
             if event.message_id != self.final_id:
                 self.final_id, self.final = event.message_id, {}
             self.final[event.part] = event.text
+
+    async def detail(self, event: DetailEvent) -> None:
+        """A tool call's output and the turn's usage: `tool.output` and `turn.usage` lines
+        with --json (the turn redacted and bounded the output); nothing without."""
+        from magi_code.runner.events import DETAIL_NAMES
+
+        if self.options.json:
+            self._extra(DETAIL_NAMES[type(event)], vars(event))
+
+    def _extra(self, name: str, data: dict[str, Any]) -> None:
+        """A line of exec's own beside the run events, with the session and run ids."""
+        from magi_code.runner.turn import OutputUnavailable
+
+        ids = {"session_id": self.session_id, "run_id": self.run_id}
+        if not self.out.line(name, {**ids, **data}):
+            raise OutputUnavailable
 
     async def announce(self, approval_id: str, summary: str, expires_in_ms: int) -> None:
         """Nobody can be asked: the mode answers at once, and a refusal is said."""
@@ -272,6 +333,9 @@ class ExecEmitter:
         if why is not None:
             said = f"refused without asking (--approval-mode {mode}): {summary}; {why}"
             await self.critical(Diagnostic("approval_denied", said))
+        elif self.options.json:  # the mode answered, not a person: say so
+            granted = {"approval_id": approval_id, "mode": mode, "summary": summary}
+            self._extra("approval.granted_by_mode", granted)
         self.broker.answer(approval_id, why is None)
 
     def final_text(self) -> str:
@@ -302,13 +366,12 @@ def main(args: list[str]) -> int:
 def _main(args: list[str]) -> int:
     try:
         options = parse(args)
-        if options.help:
-            sys.stdout.write(USAGE)
+        if options is None:
             return EXIT_COMPLETED
         prompt = read_prompt(options.prompt)
+        images = read_images(options.images)
     except UsageError as bad:
-        sys.stderr.write(f"magi-code exec: {bad}\n(see magi-code exec --help)\n")
-        return EXIT_USAGE
+        return refused(bad)
     except KeyboardInterrupt:
         return EXIT_SIGNAL_BASE + signal.SIGINT
     try:
@@ -317,12 +380,12 @@ def _main(args: list[str]) -> int:
         say("stdout is closed: give it somewhere to go (a file, a pipe or /dev/null)")
         return EXIT_USAGE
     try:
-        return start(options, prompt, out)
+        return start(options, prompt, out, images)
     except KeyboardInterrupt:  # before the run could take the signal over
         return EXIT_SIGNAL_BASE + signal.SIGINT
 
 
-def start(options: Options, prompt: str, out: Output) -> int:
+def start(options: Options, prompt: str, out: Output, images: Images = ()) -> int:
     from magi_code.runner.startup import StartupError, admit
     from magi_code.tools.sandbox.settings import MODE_ENV
 
@@ -344,7 +407,7 @@ def start(options: Options, prompt: str, out: Output) -> int:
     for notice in admitted.notices:
         say(notice)
     try:
-        return attach_and_run(admitted, options, prompt, out)
+        return attach_and_run(admitted, options, prompt, out, images)
     finally:
         if admitted.mcp is not None:
             admitted.mcp.close(limits.CLEANUP_WAIT_MS / 1000)
@@ -365,19 +428,33 @@ def startup_failed(failed: StartupError) -> int:
     return EXIT_USAGE
 
 
-def attach_and_run(admitted: Admitted, options: Options, prompt: str, out: Output) -> int:
+def attach_and_run(
+    admitted: Admitted, options: Options, prompt: str, out: Output, images: Images = ()
+) -> int:
     from pathlib import Path
 
     from magi_code.sessions import SessionError, SessionStore
 
-    provider, model = admitted.provider, options.model or admitted.model
+    provider = options.provider or admitted.provider
+    model = options.model or (
+        admitted.model if provider == admitted.provider else first_model(admitted, provider)
+    )
     thinking = admitted.thinking
-    if options.model is not None and not model_offered(admitted, provider, options.model):
-        say(f"the provider {provider} offers no such model: `magi-code models` lists them")
+    if not isinstance(admitted.settings.get("providers", {}).get(provider), dict):
+        say("--provider names no configured provider: `magi-code login` lists the presets")
+        return EXIT_USAGE
+    if model is None:
+        say("the provider lists no models: name one with --model (`magi-code models`)")
+        return EXIT_USAGE
+    if (options.model or options.provider) and not model_offered(admitted, provider, model):
+        from magi_code.providers.known_models import refusal
+
+        conf = admitted.settings["providers"][provider]
+        say(refusal(provider, conf, model, admitted.paths.home) or "no such model")
         return EXIT_USAGE
     store = SessionStore(Path(admitted.paths.home))
     try:
-        attachment = attach(store, admitted, options)
+        attachment = attach(store, admitted, options, (provider, model))
     except SessionError as failed:
         say(f"{failed.code}: {SESSION_HINTS.get(failed.code, 'the session cannot be used')}")
         return EXIT_USAGE
@@ -386,21 +463,28 @@ def attach_and_run(admitted: Admitted, options: Options, prompt: str, out: Outpu
         return EXIT_USAGE
     saved = attachment.selection
     resumed = options.session is not None or options.continue_latest
-    if resumed and saved is not None and model_offered(admitted, saved.provider, saved.model):
+    if (
+        resumed
+        and options.provider is None  # the command line's provider wins over the saved one
+        and saved is not None
+        and model_offered(admitted, saved.provider, saved.model)
+    ):
         provider, model = saved.provider, options.model or saved.model
         thinking = saved.thinking
     try:
         import anyio
 
         chosen = (provider, model, thinking)
-        return anyio.run(run, admitted, attachment, chosen, prompt, options, out)
+        return anyio.run(run, admitted, attachment, chosen, prompt, options, out, images)
     finally:
         attachment.close()
 
 
-def attach(store: SessionStore, admitted: Admitted, options: Options) -> Attachment:
-    """A new session, or the one asked for; raises SessionError, LookupError (none to
-    continue)."""
+def attach(
+    store: SessionStore, admitted: Admitted, options: Options, selected: tuple[str, str]
+) -> Attachment:
+    """A new session (with the `selected` provider and model), or the one asked for; raises
+    SessionError, LookupError (none to continue)."""
     from magi_code.sessions import Selection, valid_session_id
 
     session_id = options.session
@@ -411,7 +495,7 @@ def attach(store: SessionStore, admitted: Admitted, options: Options) -> Attachm
         if session_id is None:
             raise LookupError
     if session_id is None:
-        selection = Selection(admitted.provider, options.model or admitted.model, admitted.thinking)
+        selection = Selection(*selected, admitted.thinking)
         return store.create(admitted.cwd, selection)
     if not valid_session_id(session_id):
         from magi_code.sessions import SessionError
@@ -420,12 +504,21 @@ def attach(store: SessionStore, admitted: Admitted, options: Options) -> Attachm
     return store.open(session_id, admitted.cwd)[0]
 
 
-def model_offered(admitted: Admitted, provider: str, model: str) -> bool:
+def first_model(admitted: Admitted, provider: str) -> str | None:
+    """The model of `--provider` without `--model`: a preset's default, else the first the
+    provider's settings list (as Mission Control's --provider)."""
+    from magi_code.providers.known_models import default_model
+
     conf = admitted.settings.get("providers", {}).get(provider)
-    if not isinstance(conf, dict):
-        return False
-    models = conf.get("models")
-    return not isinstance(models, list) or model in models
+    return default_model(provider, conf) if isinstance(conf, dict) else None
+
+
+def model_offered(admitted: Admitted, provider: str, model: str) -> bool:
+    """The one rule for a model name (providers/known_models.py), as startup applies it."""
+    from magi_code.providers.known_models import refusal
+
+    conf = admitted.settings.get("providers", {}).get(provider)
+    return isinstance(conf, dict) and refusal(provider, conf, model, admitted.paths.home) is None
 
 
 async def run(
@@ -435,6 +528,7 @@ async def run(
     prompt: str,
     options: Options,
     out: Output,
+    images: Images = (),
 ) -> int:
     from pathlib import Path
 
@@ -479,6 +573,7 @@ async def run(
                 control=control,
                 approvals=broker,
                 agents=agents,
+                images=images,
             )
             group.cancel_scope.cancel()
     finally:

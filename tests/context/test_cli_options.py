@@ -2,20 +2,19 @@
 
 import pytest
 
-from magi_code.cli import agent_option
+from magi_code.cli import launch_options
 
 
 @pytest.mark.parametrize(
-    ("argv", "expected"),
+    ("argv", "agent", "prompt"),
     [
-        (["--agent", "a", "--prompt", "hi"], ("a", ["--prompt", "hi"])),
-        (["--prompt", "hi", "--agent=a"], ("a", ["--prompt", "hi"])),
-        (["--prompt", "--agent=a"], (None, ["--prompt", "--agent=a"])),
-        (["--prompt", "--agent", "a"], (None, ["--prompt", "--agent", "a"])),
-        (["context", "--agent", "b"], ("b", ["context"])),
-        (["--agent"], (None, ["--agent"])),
-        ([], (None, [])),
+        (["--agent", "a", "--prompt", "hi"], "a", "hi"),
+        (["--prompt", "hi", "--agent=a"], "a", "hi"),
+        (["--prompt=--agent=a"], None, "--agent=a"),
+        (["--prompt", "use --agent a"], None, "use --agent a"),
+        ([], None, None),
     ],
 )
-def test_agent_option(argv: list[str], expected: tuple[str | None, list[str]]) -> None:
-    assert agent_option(argv) == expected
+def test_agent_option(argv: list[str], agent: str | None, prompt: str | None) -> None:
+    launch = launch_options(argv)
+    assert launch is not None and (launch.agent, launch.prompt) == (agent, prompt)

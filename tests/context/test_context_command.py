@@ -38,9 +38,8 @@ def test_prints_sources_in_order_redacted_with_notices(tmp_path: Path) -> None:
     assert headers[3].startswith("== skills: skill listing")
     assert "sk-abcdefghijklmnopqrstuvwxyz0123" not in out and "[REDACTED]" in out
     assert "- pdf: Work with PDF files" in out and "NEVER SHOWN HERE" not in out
-    assert (
-        "tools offered: read_file, write_file, edit_file, list_dir, glob, grep, shell, skill" in out
-    )
+    offered = "read_file, write_file, edit_file, list_dir, glob, grep, shell, web_fetch, skill"
+    assert f"tools offered: {offered}" in out
     assert f"- {home / 'missing.md'}: instructions file not found" in out
     assert not (home / "sessions").exists()  # it only reads
 
@@ -49,7 +48,7 @@ def test_agent_flag_and_precise_profile_message(tmp_path: Path) -> None:
     home = tmp_path / "home"
     profile(home, "reader", "mode: primary\ntools: [read_file]", "READER BODY")
     profile(home, "helper", "mode: subagent")
-    done = context(tmp_path, home, "--agent", "reader", "context")
+    done = context(tmp_path, home, "context", "--agent", "reader")
     assert done.returncode == 0 and "READER BODY" in done.stdout
     assert "tools offered: read_file\n" in done.stdout
     refused = context(tmp_path, home, "context", "--agent=helper")
@@ -58,7 +57,9 @@ def test_agent_flag_and_precise_profile_message(tmp_path: Path) -> None:
         refused.stderr == "magi-code: profile_invalid: agent profile 'helper' is a subagent only\n"
     )
     assert context(tmp_path, home, "--agent", "reader", "serve", "--stdio").returncode == 2
-    assert context(tmp_path, home, "--agent=", "context").returncode == 2
+    assert context(tmp_path, home, "context", "--agent=").returncode == 2
+    moved = context(tmp_path, home, "--agent", "reader", "context")  # a command comes first
+    assert moved.returncode == 2 and "`context` is a command: put it first" in moved.stderr
 
 
 def test_admitted_snapshot_carries_the_notices(tmp_path: Path) -> None:

@@ -18,7 +18,8 @@ from magi_code.runner import events
 
 EXEC = [str(Path(sys.executable).with_name("magi-code")), "exec"]
 FIELDS = {
-    name: {"session_id", "run_id", *field_names(kind)} for kind, name in events.EVENT_NAMES.items()
+    name: {"session_id", "run_id", *field_names(kind)}
+    for kind, name in (events.EVENT_NAMES | events.DETAIL_NAMES).items()
 }
 
 
@@ -120,7 +121,7 @@ def test_json_lines_are_the_local_agent_events_after_one_session_line(
         (["--session", "nosuchsession", "hi"], 2, b"session_missing"),
         (["--continue", "hi"], 2, b"no earlier session in this folder"),
         (["--model", "gpt-none", "hi"], 2, b"offers no such model"),
-        (["--x\x1b[31m", "hi"], 2, b"unknown option\n"),
+        (["--x\x1b[31m", "hi"], 2, b"unknown option (see"),  # odd input is never echoed
         (["   "], 2, b"the prompt is empty"),
         (["--agent", "nobody", "hi"], 2, b"startup failed: profile_invalid"),
     ],

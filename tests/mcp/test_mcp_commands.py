@@ -99,7 +99,7 @@ def test_every_command_has_help(tmp_path: Path, verb: list[str]) -> None:
 @pytest.mark.parametrize(
     ("args", "status", "says"),
     [
-        (["frobnicate"], 2, "invalid choice"),
+        (["frobnicate"], 2, "unknown command `frobnicate`"),
         (["add", "x"], 2, "either -- COMMAND"),
         (["add", "x", "--url", "http://example.com/mcp"], 2, "not a valid server"),
         (["add", "x", "--url", "https://h/", "--header", "novalue"], 2, "KEY=VALUE"),

@@ -26,8 +26,17 @@ def prompt(*rounds: dict[str, object]) -> str:
 
 class Terminal:
     def __init__(
-        self, args: list[str], cwd: Path, home: Path, columns: int = 110, rows: int = 34
+        self,
+        args: list[str],
+        cwd: Path,
+        home: Path,
+        columns: int = 110,
+        rows: int = 34,
+        *,
+        controlling: bool = False,
     ) -> None:
+        """`controlling`: the terminal is the child's controlling terminal, so Ctrl-C and
+        Ctrl-D typed outside raw mode act as at a shell (SIGINT; end of input)."""
         self.leader, follower = os.openpty()
         fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
         self.screen = pyte.Screen(columns, rows)
@@ -43,6 +52,7 @@ class Terminal:
             env=environment(home, TERM="xterm-256color", COLORTERM="truecolor"),
             close_fds=True,
             start_new_session=True,
+            preexec_fn=(lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0)) if controlling else None,
         )
         os.close(follower)
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from magi_code.cli import mission_control_options
+from magi_code.arguments import UsageError
+from magi_code.cli import launch_options
 from magi_code.client import environment
 from magi_code.mission_control.console import prepare
 from magi_code.mission_control.driver import Launch, LaunchError
@@ -29,25 +30,25 @@ def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize(
-    "argv",
+    ("argv", "usage"),
     [
-        ["--help"],
-        ["-h"],
-        ["serve", "--help"],
-        ["login", "--help"],
-        ["logout", "-h"],
-        ["models", "--help"],
-        ["sessions", "--help"],
-        ["sessions", "list", "--help"],
-        ["sessions", "prune", "-h"],
-        ["resume", "--help"],
-        ["--continue", "-h"],
+        (["--help"], "usage: magi-code [OPTIONS] [PROMPT]"),
+        (["-h"], "usage: magi-code [OPTIONS] [PROMPT]"),
+        (["serve", "--help"], "usage: magi-code serve --stdio"),
+        (["login", "--help"], "usage: magi-code login"),
+        (["logout", "-h"], "usage: magi-code logout"),
+        (["models", "--help"], "usage: magi-code models"),
+        (["sessions", "--help"], "usage: magi-code sessions"),
+        (["sessions", "list", "--help"], "usage: magi-code sessions list"),
+        (["sessions", "prune", "-h"], "usage: magi-code sessions prune"),
+        (["resume", "--help"], "usage: magi-code resume [ID] [OPTIONS]"),
+        (["--continue", "-h"], "usage: magi-code [OPTIONS] [PROMPT]"),
     ],
 )
-def test_help_on_every_command_exits_0(tmp_path: Path, argv: list[str]) -> None:
+def test_help_on_every_command_exits_0(tmp_path: Path, argv: list[str], usage: str) -> None:
     done = cli(tmp_path / "home", *argv)
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout.startswith("usage:") and "resume [ID]" in done.stdout
+    assert done.stdout.startswith(usage)
     assert not (tmp_path / "home").exists()
 
 
@@ -60,7 +61,7 @@ def test_version(tmp_path: Path) -> None:
     "argv",
     [
         ["serve", "--stdio", "--help"],  # serve takes no other flag: an invalid launch
-        ["--prompt", "--help"],  # a prompt text, and no terminal here
+        ["--prompt", "--help"],  # --prompt's text may not look like an option
         ["--approval-mode", "wild"],
         ["--model"],
         ["resume", "x", "--continue"],
@@ -69,37 +70,41 @@ def test_version(tmp_path: Path) -> None:
 )
 def test_bad_launches_exit_2(tmp_path: Path, argv: list[str]) -> None:
     done = cli(tmp_path / "home", *argv)
-    assert done.returncode == 2 and done.stderr.startswith("magi-code: ")
+    assert done.returncode == 2 and done.stderr.startswith("magi-code")
 
 
 def test_options_make_a_launch() -> None:
-    assert mission_control_options([]) == Launch()
-    assert mission_control_options(["--prompt", "hi", "--model=m", "--provider", "p"]) == Launch(
+    assert launch_options([]) == Launch()
+    assert launch_options(["--prompt", "hi", "--model=m", "--provider", "p"]) == Launch(
         prompt="hi", model="m", provider="p"
     )
-    assert mission_control_options(["resume"]) == Launch(resume="")
-    assert mission_control_options(["resume", "abc", "--approval-mode", "edits"]) == Launch(
+    assert launch_options([], resume=True) == Launch(resume="")
+    assert launch_options(["abc", "--approval-mode", "edits"], resume=True) == Launch(
         resume="abc", approval_mode="edits"
     )
-    assert mission_control_options(["--continue"]) == Launch(continue_latest=True)
-    assert mission_control_options(["--prompt"]) == "--prompt needs a value"
+    assert launch_options(["--continue"]) == Launch(continue_latest=True)
+    assert launch_options(["--agent=a", "--prompt", "use --agent b"]) == Launch(
+        agent="a", prompt="use --agent b"
+    )  # the prompt's text is never an option
+    with pytest.raises(UsageError, match="--prompt needs a value"):
+        launch_options(["--prompt"])
 
 
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
-        (["--frobnicate"], "unknown argument --frobnicate"),
-        (["--x\x1b[31m"], "unknown argument\n"),  # odd input is never echoed
-        (["--model"], "--model needs a value"),
-        (["--model", "a", "--model", "b"], "--model is given twice"),
-        (["--approval-mode", "maybe"], "--approval-mode takes ask, edits, full or auto"),
-        (["resume", "--continue"], "resume and --continue exclude each other"),
-        (["--prompt", "hi"], "Mission Control and --prompt need a terminal: for scripts and"),
+        (["--frobnicate"], "magi-code: unknown option --frobnicate (see `magi-code --help`)"),
+        (["--x\x1b[31m"], "magi-code: unknown option (see"),  # odd input is never echoed
+        (["--model"], "magi-code: --model needs a value"),
+        (["--model", "a", "--model", "b"], "magi-code: --model is given twice"),
+        (["--approval-mode", "maybe"], "magi-code: --approval-mode takes ask, edits, full or auto"),
+        (["resume", "--continue"], "magi-code resume: unknown option --continue"),
+        (["--prompt", "hi"], "magi-code: Mission Control and --prompt need a terminal: for"),
     ],
 )
 def test_a_bad_launch_says_what_is_wrong(tmp_path: Path, argv: list[str], says: str) -> None:
     done = cli(tmp_path / "home", *argv)
-    assert done.returncode == 2 and done.stderr.startswith(f"magi-code: {says}")
+    assert done.returncode == 2 and done.stderr.startswith(says)
 
 
 def test_continue_attaches_the_latest_session_of_this_workspace(

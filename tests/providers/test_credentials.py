@@ -101,7 +101,10 @@ def test_login_rejects_an_empty_key_and_bad_usage(tmp_path: Path) -> None:
     home = tmp_path / "mc"
     assert run_cli("login", ["openai", "--api-key-stdin"], home, "\n").returncode == 1
     assert not (home / "credentials.json").exists()
-    assert run_cli("login", [], home).returncode == 2
+    assert run_cli("login", ["openai", "--bogus"], home).returncode == 2
+    listed = run_cli("login", [], home)  # without a name: the providers, nothing stored
+    assert listed.returncode == 0 and "openai" in listed.stdout
+    assert not (home / "credentials.json").exists()
 
 
 # ---- readiness and building -----------------------------------------------------------------

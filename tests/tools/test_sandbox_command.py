@@ -310,9 +310,9 @@ def test_the_exit_status_is_passed_through(places: Places) -> None:
         (["--"], "name a command after --"),
         (["--mode", "everything", "--", "touch", "ran"], "--mode takes read-only"),
         (["--mode", "--", "touch", "ran"], "--mode needs a value"),
-        (["--bogus", "--", "touch", "ran"], "unknown or repeated option before --"),
-        (["--network", "--network", "--", "touch", "ran"], "unknown or repeated option"),
-        (["--mode", "read-only", "--mode=full-access", "--", "touch", "ran"], "unknown or"),
+        (["--bogus", "--", "touch", "ran"], "unknown option --bogus"),
+        (["--network", "--network", "--", "touch", "ran"], "--network is given twice"),
+        (["--mode", "read-only", "--mode=full-access", "--", "touch", "ran"], "--mode is given"),
     ],
 )
 def test_bad_usage_exits_2_and_runs_nothing(places: Places, args: list[str], said: str) -> None:
@@ -341,7 +341,7 @@ def test_help_names_the_modes(places: Places) -> None:
         [MAGI, "sandbox", "--help"], env=places.env(), capture_output=True, text=True, timeout=30
     )
     assert done.returncode == 0
-    assert "read-only|workspace-write|full-access" in done.stdout
+    assert "read-only, workspace-write or full-access" in done.stdout
 
 
 def test_without_landlock_nothing_runs(places: Places) -> None:

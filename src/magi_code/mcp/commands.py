@@ -15,8 +15,9 @@ import json
 import os
 import sys
 from collections.abc import Mapping
-from typing import Any, NoReturn
+from typing import Any
 
+from magi_code.arguments import Parser, UsageError, refused
 from magi_code.config import paths, settings, settings_file
 from magi_code.config.credentials import CredentialsError, CredentialStore
 from magi_code.mcp.definitions import (
@@ -39,15 +40,11 @@ class CommandError(Exception):
         self.status = status
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        raise CommandError(f"{self.prog}: {message}", 2)
-
-
 def main(argv: list[str]) -> int:
     try:
         return _dispatch(argv)
+    except UsageError as bad:
+        return refused(bad)
     except CommandError as failed:
         print(f"magi-code: {failed}", file=sys.stderr)
         return failed.status
@@ -56,9 +53,11 @@ def main(argv: list[str]) -> int:
         return 1
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="Manage MCP servers.")
-    sub = parser.add_subparsers(dest="verb", required=True, parser_class=_Parser)
+def _parser() -> Parser:
+    parser = Parser(PROG, description="Manage MCP servers.")
+    sub = parser.add_subparsers(
+        dest="verb", metavar="COMMAND", required=True, parser_class=Parser, prog=PROG
+    )
     listing = sub.add_parser("list", help="the servers of the settings here")
     listing.add_argument("--probe", action="store_true", help="connect each approved server")
     add = sub.add_parser(
@@ -68,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
         f"       {PROG} add NAME --url URL [--header K=V]... [--bearer-token-env VAR]",
         epilog="A header value may be env:VAR, read from the environment at startup.",
     )
-    add.add_argument("name")
+    add.add_argument("name", metavar="NAME")
     add.add_argument("--url")
     add.add_argument("--header", action="append", default=[], metavar="K=V")
     add.add_argument("--bearer-token-env", metavar="VAR")
@@ -81,7 +80,9 @@ def _parser() -> argparse.ArgumentParser:
         ("login", "sign in to an HTTP server (OAuth, in a browser)"),
         ("logout", "forget the stored sign-in of a server"),
     ):
-        sub.add_parser(verb, help=what).add_argument("name")
+        sub.add_parser(verb, help=what, description=what[0].upper() + what[1:] + ".").add_argument(
+            "name", metavar="NAME"
+        )
     return parser
 
 
@@ -90,10 +91,9 @@ def _dispatch(argv: list[str]) -> int:
     if "--" in argv:  # everything after `--` is the server's command line, never our options
         cut = argv.index("--")
         argv, command = argv[:cut], argv[cut + 1 :]
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as done:  # -h
-        return 0 if done.code in (0, None) else 2
+    args = _parser().parse(argv)
+    if args is None:  # -h printed the help
+        return 0
     if command and args.verb != "add":
         raise CommandError("only `add` takes -- COMMAND", 2)
     verb: str = args.verb

@@ -82,9 +82,12 @@ def prepare(launch: Launch, env: dict[str, str]) -> Driver:
     for notice in admitted.notices:
         print(f"magi-code: {notice}", file=sys.stderr)
     driver = Driver(admitted)
-    if admitted.dropped:
+    from magi_code.config.trust import UNKNOWN
+
+    ignored = [d for d in admitted.dropped if d.reason != UNKNOWN]  # (not a setting: said)
+    if ignored:
         driver.notices.append(
-            f"{len(admitted.dropped)} project setting(s) ignored in this untrusted folder, "
+            f"{len(ignored)} project setting(s) ignored in this untrusted folder, "
             "listed above; `magi-code trust` trusts it"
         )
     if admitted.notices:
@@ -123,7 +126,13 @@ def run(launch: Launch) -> int:
         return 1
     from magi_code.mission_control.app import MissionControl
 
-    app = MissionControl(driver, launch.prompt, banner(driver), pick_session=launch.resume == "")
+    app = MissionControl(
+        driver,
+        launch.prompt,
+        banner(driver),
+        pick_session=launch.resume == "",
+        first_prompt=launch.first_prompt,
+    )
     try:
         code = app.run(inline=True)
     finally:

@@ -9,8 +9,8 @@ observe.py wrapped around the turn's parts. It imports nothing of Textual, so it
 (and tested) without a screen.
 """
 
-import json
 import os
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 import anyio
 
 from magi_code.errors import MagiError
-from magi_code.limits import APPROVAL_EXPIRY_MS, INPUT_HISTORY_PROMPTS
+from magi_code.limits import INPUT_HISTORY_PROMPTS
 from magi_code.mission_control.observe import (
     ApprovalMode,
     FacePolicy,
@@ -43,9 +43,8 @@ from magi_code.sessions import Attachment, Selection, SessionError, SessionStore
 from magi_code.sessions.reader import decode_record
 from magi_code.sessions.retention import auto_prune, latest_for, scan
 from magi_code.tools.approvals import ApprovalBroker
-from magi_code.tools.base import ToolContext, ToolInputError, ToolOutcome
+from magi_code.tools.base import ToolOutcome
 from magi_code.tools.paths import display
-from magi_code.tools.summaries import safe_summary
 
 if TYPE_CHECKING:
     from magi_code.runner.agents import SessionAgents
@@ -54,6 +53,9 @@ if TYPE_CHECKING:
 HEADER_BYTES = 64 * 1024  # how far a session file is read for its header line
 DIFF_TIMEOUT_S = 10.0
 DIFF_BYTES = 256 * 1024
+EFFORT_WIRES = frozenset({"openai-responses", "openai-chat", "anthropic", "codex"})
+EFFORTS = ("low", "medium", "high")  # as the wires take them (providers/limits.py's budgets)
+OWN_COMMAND_BYTES = 8 * 1024  # of a `!command`'s output: the tail kept for the next prompt
 
 HINTS = {
     "configuration_invalid": "edit the settings: MC_HOME/settings.toml, then "
@@ -166,14 +168,16 @@ class HistoryEntry:
 
 @dataclass
 class Approval:
-    """One approval as the face shows it; `answer` and `allow_session` decide it."""
+    """One approval as the face shows it; `answer`, `allow_session` and `deny_with` (a denial
+    with the person's note for the model) decide it."""
 
     approval_id: str
     summary: str
-    expires_in_ms: int
+    expires_in_ms: int | None  # None: it waits for the person
     preview: Preview | None
     answer: Callable[[bool], bool]
     allow_session: Callable[[], bool]
+    deny_with: Callable[[str], bool] = lambda note: False
 
 
 class Face(Emitter, Protocol):
@@ -186,7 +190,7 @@ class Face(Emitter, Protocol):
 @dataclass
 class Driver:
     admitted: Admitted
-    expiry_ms: int = APPROVAL_EXPIRY_MS
+    expiry_ms: int | None = None  # a person answers: no automatic denial
     grants: Grants = field(default_factory=Grants)
     tally: Tally = field(default_factory=Tally)
     notices: list[str] = field(default_factory=list)
@@ -198,6 +202,7 @@ class Driver:
         self.thinking = self.admitted.thinking
         self.attachment: Attachment | None = None
         self.agents: SessionAgents | None = None  # the session's melchior and children
+        self.own_context: list[str] = []  # what `!command`s printed, for the next prompt
 
     # ---- selection -------------------------------------------------------------------------
 
@@ -218,6 +223,22 @@ class Driver:
             said = refusal(provider, providers[provider], model, self.admitted.paths.home)
             raise LaunchError("model_unknown", said or "")
         self.provider, self.model = provider, model
+        if self.attachment is not None:
+            self.record_selection(self.attachment)
+
+    def efforts(self) -> tuple[str, ...]:
+        """The reasoning efforts the selected provider's wire carries (none for the rest)."""
+        from magi_code.providers.registry import ConfigurationInvalid, wire_api
+
+        conf = self.admitted.settings.get("providers", {}).get(self.provider)
+        try:
+            wire = wire_api(self.provider, conf) if isinstance(conf, dict) else None
+        except ConfigurationInvalid:
+            return ()
+        return EFFORTS if wire in EFFORT_WIRES else ()
+
+    def set_thinking(self, level: str | None) -> None:
+        self.thinking = level
         if self.attachment is not None:
             self.record_selection(self.attachment)
 
@@ -271,6 +292,23 @@ class Driver:
         self.tally = Tally()
         return self.attachment.session_id
 
+    def fork(self) -> str | None:
+        """A new session holding a copy of the attached one's conversation so far (every
+        record after its header), attached in its place; the original stays as it was.
+        None when there is nothing to copy yet; raises SessionError or OSError."""
+        original = self.attachment
+        if original is None or not original.durable:
+            return None
+        copied = list(original.records())[1:]
+        selection = Selection(self.provider, self.model, self.thinking)
+        forked = self.store.create(self.admitted.cwd, selection)
+        for number, record in enumerate(copied, 1):
+            kept = {key: value for key, value in record.items() if key != "session_id"}
+            forked.append(kept, fsync=number == len(copied))
+        self.close_session()
+        self.attachment = forked
+        return forked.session_id
+
     def open_session(self, session_id: str) -> list[str]:
         """Attach a stored session and restore its selection; raises SessionError."""
         if not self.store_has(session_id):
@@ -287,8 +325,18 @@ class Driver:
             self.provider, self.model = saved.provider, saved.model
         if saved is not None:
             self.thinking = saved.thinking
-        self.tally = Tally()
+        self.tally = Tally(context=self.history_tokens(attachment))
         return notices
+
+    def history_tokens(self, attachment: Attachment) -> int:
+        """What the stored conversation weighs in the next request, estimated as compaction
+        estimates it without a usage figure (bytes / 4): the status line's context share."""
+        from magi_code.runner.compaction import estimate_tokens
+
+        try:
+            return estimate_tokens(SessionJournal(attachment).replay(), None, 0)
+        except (OSError, SessionError):
+            return 0
 
     def store_has(self, session_id: str) -> bool:
         try:
@@ -409,6 +457,7 @@ class Driver:
             self.new_session()
         assert self.attachment is not None
         self.tally.new_turn()
+        prompt = self.with_own_context(prompt)
         observer = self.observer(face)
 
         def observe(setup: TurnSetup) -> None:
@@ -450,47 +499,59 @@ class Driver:
                 Approval(
                     approval_id,
                     summary,
-                    expires_in_ms,
+                    None if self.expiry_ms is None else expires_in_ms,
                     shown,
                     lambda allow: broker.answer(approval_id, allow),
                     allow_session,
+                    lambda note: broker.answer(approval_id, False, note),
                 )
             )
 
         broker = ApprovalBroker(announce, expiry_ms=self.expiry_ms)
         return broker
 
-    async def shell(self, command: str, face: Face) -> ToolOutcome:
-        """`!command`: the person's own command through the shell tool and the same policy
-        and approvals as a model's call (an approval mode or session rule applies alike).
-        It is shown, not recorded in the session: the model did not ask for it."""
-        observer = self.observer(face)
-        broker = self.broker(face, observer)
-        built = parts(self.admitted)  # the turn's own tools, environment and policy
-        shell = built.tools.get("shell")
-        if shell is None:
-            return ToolOutcome(False, "", "the agent profile does not offer the shell tool")
-        tool = ObservedTool(shell, observer)
-        ctx = ToolContext(Path(self.admitted.cwd), built.env)
+    async def shell(self, command: str) -> ToolOutcome:
+        """`!command`: the person's own command, run as they would at their shell (their
+        environment, the workspace as its folder, no sandbox, no approval: the model did not
+        ask for it). The tail of its output waits in `own_context` for the next prompt."""
+        env = dict(self.admitted.env)
+        process = await anyio.open_process(
+            [env.get("SHELL") or "/bin/sh", "-c", command],
+            cwd=self.admitted.cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        tail = bytearray()
         try:
-            args = tool.parse(json.dumps({"command": command}))
-        except ToolInputError as bad:
-            return ToolOutcome(False, "", f"rejected: {bad.code}")
-        access = tool.access(args, ctx)
-        summary = safe_summary(tool.describe(args, ctx))
-        policy = FacePolicy.over(built.policy, self.grants)
-        decision = policy.decide(tool.name, access, ctx.workspace)
-        try:
-            allowed = decision == "allow" or (decision == "ask" and await broker.request(summary))
+            assert process.stdout is not None
+            async for chunk in process.stdout:
+                tail += chunk
+                del tail[: max(0, len(tail) - OWN_COMMAND_BYTES)]
+            code = await process.wait()
         finally:
-            broker.deny_all()
-        if not allowed:
-            return ToolOutcome(False, "", f"denied: {summary}")
-        return await tool.run(args, ctx)
+            if process.returncode is None:  # stopped (Esc): the command's whole group goes
+                with anyio.CancelScope(shield=True):
+                    os.killpg(process.pid, signal.SIGKILL)
+                    await process.wait()
+        output = tail.decode("utf-8", "replace")
+        said = f"[I ran `{command}` myself; exit status {code}. Its output:]\n{output}"
+        self.own_context.append(said)
+        return ToolOutcome(code == 0, output, f"exit status {code}")
 
-    async def compact(self, face: Face) -> str:
+    def with_own_context(self, prompt: str) -> str:
+        """The prompt, after what the person's own `!command`s printed since the last one."""
+        if not self.own_context:
+            return prompt
+        said = "\n\n".join(self.own_context)
+        self.own_context.clear()
+        return f"{said}\n\n{prompt}"
+
+    async def compact(self, face: Face, focus: str = "") -> str:
         """A manual compaction through the runner's own path: everything before the last
-        prompt becomes a summary the model writes. Returns what happened, for the screen."""
+        prompt becomes a summary the model writes, following `focus` (`/compact TEXT`).
+        Returns what happened, for the screen."""
         attachment = self.attachment
         if attachment is None or not attachment.durable:
             return "Nothing to compact yet."
@@ -510,7 +571,7 @@ class Driver:
         turn.prompt_id = last_prompt
         items = journal.replay()
         try:
-            compacted = await turn.compact(items)
+            compacted = await turn.compact(items, focus)
         finally:
             turn.record("run_finished", outcome="completed", error_code=None)
             broker.deny_all()

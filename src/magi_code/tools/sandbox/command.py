@@ -11,34 +11,46 @@ import os
 import subprocess
 import sys
 
-USAGE = """usage: magi-code sandbox [--mode read-only|workspace-write|full-access] [--network] \
--- CMD [ARGS...]
-  Runs CMD inside the OS sandbox that shell commands get in this folder, and exits with its
-  status. Without --mode, the mode of the settings ([sandbox] mode, default workspace-write).
-"""
+from magi_code.arguments import Parser, UsageError, refused
+from magi_code.tools.sandbox.settings import MODES
+
+PROG = "magi-code sandbox"
+
+
+def parser() -> Parser:
+    parsing = Parser(
+        PROG,
+        usage=f"{PROG} [--mode MODE] [--network] -- CMD [ARGS...]",
+        description="Run CMD inside the OS sandbox that shell commands get in this folder, and "
+        "exit with its\nstatus (2 when nothing could run).",
+        stray="put -- before the command",
+    )
+    parsing.add_argument(
+        "--mode",
+        choices=MODES,
+        metavar="MODE",
+        help="read-only, workspace-write or full-access (default: [sandbox] mode, else "
+        "workspace-write)",
+    )
+    parsing.add_argument("--network", action="store_true", help="let CMD reach the network")
+    return parsing
 
 
 def main(args: list[str]) -> int:
-    if args[:1] in (["-h"], ["--help"]):
-        sys.stdout.write(USAGE)
+    options, command = args, []
+    if "--" in args:
+        options, command = args[: args.index("--")], args[args.index("--") + 1 :]
+    try:
+        parsed = parser().parse(options)
+        if parsed is not None and "--" not in args:
+            raise UsageError("put -- before the command", PROG)
+        if parsed is not None and not command:
+            raise UsageError("name a command after --", PROG)
+    except UsageError as bad:
+        return refused(bad)
+    if parsed is None:
         return 0
-    if "--" not in args:
-        return _refuse("put -- before the command")
-    options, command = args[: args.index("--")], args[args.index("--") + 1 :]
-    mode, network, words = None, False, iter(options)
-    for word in words:
-        name, equals, inline = word.partition("=")
-        if name == "--mode" and mode is None:
-            mode = inline if equals else next(words, None)
-            if mode is None:
-                return _refuse("--mode needs a value")
-        elif word == "--network" and not network:
-            network = True
-        else:
-            return _refuse("unknown or repeated option before --")
-    if not command:
-        return _refuse("name a command after --")
-    return _run(command, mode, network)
+    return _run(command, parsed.mode, parsed.network)
 
 
 def _run(command: list[str], mode: str | None, network: bool) -> int:
@@ -81,7 +93,7 @@ def _run(command: list[str], mode: str | None, network: bool) -> int:
 
 
 def _refuse(message: str) -> int:
-    sys.stderr.write(f"magi-code sandbox: {message}\n{USAGE}")
+    sys.stderr.write(f"{PROG}: {message}\n")
     return 2
 
 
