@@ -99,6 +99,7 @@ class Options:
     provider: str | None = None  # None: the `provider` setting's
     agent: str | None = None
     images: list[str] = field(default_factory=list)  # --image PATH, in order
+    max_rounds: int | None = None  # None: the `[turn] max_rounds` setting's
 
 
 PROG = "magi-code exec"
@@ -157,7 +158,22 @@ def parser() -> Parser:
         metavar="PATH",
         help="attach the image at PATH to the prompt (repeatable)",
     )
+    parsing.add_argument(
+        "--max-rounds",
+        type=_rounds,
+        metavar="N",
+        help="model requests one turn may make before it stops (default: [turn] max_rounds, "
+        f"else {limits.TURN_MODEL_ROUNDS})",
+    )
     return parsing
+
+
+def _rounds(text: str) -> int:
+    from argparse import ArgumentTypeError
+
+    if not text.isdigit() or int(text) < 1:
+        raise ArgumentTypeError("needs a whole number above 0")
+    return int(text)
 
 
 def parse(args: list[str]) -> Options | None:
@@ -406,6 +422,11 @@ def start(options: Options, prompt: str, out: Output, images: Images = ()) -> in
         say(dropped.warning())
     for notice in admitted.notices:
         say(notice)
+    if options.max_rounds is not None:  # the command line over the settings
+        admitted.settings["turn"] = {
+            **admitted.settings.get("turn", {}),
+            "max_rounds": options.max_rounds,
+        }
     try:
         return attach_and_run(admitted, options, prompt, out, images)
     finally:

@@ -113,6 +113,7 @@ SAMPLE: dict[str, Any] = {
     "melchior": {"talk": "instance"},
     "shell": {"env_keep": ["MY_TOOL_*"]},
     "subagents": {"max_concurrent": 2, "max_depth": 1},
+    "turn": {"max_rounds": 50},
     "web": {"search": False, "allow_private": False},
     "network": {
         "proxy": "http://proxy.example:3128",

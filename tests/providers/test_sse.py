@@ -81,8 +81,14 @@ def test_leading_bom_is_accepted_even_split() -> None:
 def test_eof_tail_matches_the_provider_client() -> None:
     d = SSEDecoder()
     assert d.feed(TAIL) == [SSEEvent(None, "done", None, None)]
-    assert d.end() == []  # a last line with no line end was cut: never parsed
+    # a framed end: the last line is whole without its line end (the SDKs' line decoder)
+    assert d.end() == [SSEEvent(None, "unterminated", None, None)]
+    assert d.end() == [], "delivered once"
+    d = SSEDecoder()
+    d.feed(TAIL)
+    assert d.end(framed=False) == []  # only a closed connection: that last line was cut
     assert openai_decode([TAIL]) == [SSEEvent(None, "done", None, None)]
+    assert openai_decode([TAIL, b"\n\n"])[-1] == SSEEvent(None, "unterminated", None, None)
 
 
 @pytest.mark.parametrize("line_end", [b"\n", b"\r", b"\r\n"])
@@ -119,7 +125,8 @@ def test_eof_delivers_no_event_that_was_cut_or_has_no_data() -> None:
     assert decode([b"id: 1\ndata: a\n\n"]) == [a]
     assert decode([b"id: 1\ndata: a\n\n: keep-alive\n"]) == [a]
     assert decode([b"id: 1\ndata: a\n\nevent: message_start\n"]) == [a]  # its data was cut
-    assert decode([b'id: 1\ndata: a\n\nevent: x\ndata: {"cut']) == [a]  # a line cut midway
+    cut = SSEDecoder()  # a line cut midway, where only a closed connection ended the body
+    assert cut.feed(b'id: 1\ndata: a\n\nevent: x\ndata: {"cut') + cut.end(framed=False) == [a]
     assert decode([b"data\n"]) == [SSEEvent(None, "", None, None)]  # an empty data line is data
 
 
@@ -184,10 +191,12 @@ def test_agrees_with_openai_python(chunks: list[bytes]) -> None:
 
 
 def eof_as_blank_line(chunks: list[bytes]) -> list[bytes]:
-    """What openai-python must see to dispatch as we do at EOF: a blank line after a pending
-    event that ends on a line end and has a data line."""
+    """What openai-python must see to dispatch as we do at a framed EOF: the last line's
+    end if it has none, then a blank line after a pending event that has a data line."""
     stream = b"".join(chunks)
     lines = stream.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    if lines and not lines.endswith(b"\n"):  # a framed end: the last line is whole
+        chunks, lines = [*chunks, b"\n"], lines + b"\n"
     if not lines.endswith(b"\n"):
         return chunks
     pending = lines.split(b"\n\n")[-1].split(b"\n")

@@ -111,6 +111,7 @@ SETTINGS: dict[str, Shape] = {
     "melchior": {"talk": STRING},
     "shell": {"env_keep": STRINGS},
     "subagents": {"max_concurrent": COUNT, "max_depth": COUNT},
+    "turn": {"max_rounds": POSITIVE},  # model requests one turn makes (runner/turn.py)
     "web": {"search": SWITCH, "allow_private": SWITCH},
     "network": {"proxy": STRING, "ca_bundle": STRING, "client_cert": STRING, "client_key": STRING},
 }

@@ -10,6 +10,9 @@ that takes none, as their descriptions. With web search on, the request offers t
 server tool; its searches run at the provider (server_tool_use and web_search_tool_result
 blocks pass by), and the sources its text blocks cite (`web_search_result_location`) end the
 reply as a list (providers/citations.py), so they are kept with it.
+
+Every `stop_reason` maps to a `Completed` stop (`refusal` is `refused`, `max_tokens` a cut
+answer); a tool_use block still open at `message_stop` is handed on as far as it came.
 """
 
 import json
@@ -59,7 +62,10 @@ _STOP: dict[str, StopReason] = {
     "end_turn": "end_turn",
     "tool_use": "tool_use",
     "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",  # the output ran into the context window
     "stop_sequence": "end_turn",
+    "refusal": "refused",
+    "pause_turn": "incomplete",  # a long server-tool turn paused, for the client to resume
 }
 
 
@@ -210,7 +216,8 @@ class MessagesStreamState:
             self.finished = True
             sources = self.citations.said()
             cited: list[ProviderEvent] = [TextDelta(sources)] if sources else []
-            return [*cited, self._usage(), Completed(_STOP.get(self.stop or "end_turn", "other"))]
+            stop = _STOP.get(self.stop or "end_turn", "other")
+            return [*cited, *self._open_calls(), self._usage(), Completed(stop)]
         elif kind == "error":
             raise stream_error(obj(value.get("error")))
         return []
@@ -244,6 +251,17 @@ class MessagesStreamState:
                 out.append(ToolCallDone(block.arguments.call(block.call_id, block.name)))
         self.blocks.clear()
         return [*out, self._usage(), Completed("tool_use")]
+
+    def _open_calls(self) -> list[ProviderEvent]:
+        """tool_use blocks the message ended inside (its output limit cut them): handed on as
+        far as they came, for the turn to report, never dropped."""
+        out: list[ProviderEvent] = []
+        for index in sorted(self.blocks):
+            block = self.blocks[index]
+            if block.kind == "tool_use":
+                out.append(ToolCallDone(block.arguments.call(block.call_id, block.name)))
+        self.blocks.clear()
+        return out
 
     def _usage(self) -> Usage:
         return Usage(self.input_tokens, self.output_tokens, self.cached_tokens)

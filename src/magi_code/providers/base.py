@@ -121,9 +121,19 @@ class Usage:
     cached_input_tokens: int = 0
 
 
+# Why the model's answer ended, as every wire says it: it is done, or it waits for its tool
+# calls; it reached its output limit (`max_tokens`, a tool call it was making then is cut);
+# the model refused (`refused`); the provider's content filter stopped it
+# (`content_filtered`); the provider ended it incomplete for a reason it did not name
+# (`incomplete`); or a reason no wire maps (`other`, read as done).
+StopReason = Literal[
+    "end_turn", "tool_use", "max_tokens", "refused", "content_filtered", "incomplete", "other"
+]
+
+
 @record
 class Completed:
-    stop_reason: Literal["end_turn", "tool_use", "max_tokens", "other"] = "end_turn"
+    stop_reason: StopReason = "end_turn"
 
 
 ProviderEvent = TextDelta | ReasoningSummary | ToolCallDone | Usage | Completed

@@ -90,6 +90,14 @@ class Response:
         self.status = head.status
         self.headers = dict(head.headers)
         self._body = body
+        # The body's end is its own (a length, a last chunk, HTTP/2's end of stream), not
+        # merely the connection closing, which a cut connection looks like too.
+        coding = self.headers.get("transfer-encoding", "").lower()
+        self.framed = (
+            not isinstance(body, Http1Body)
+            or "content-length" in self.headers
+            or coding.rstrip(" \t").endswith("chunked")
+        )
 
     def __aiter__(self) -> Response:
         return self

@@ -310,7 +310,7 @@ async def stream_sse(
                         if until():
                             await _drain(response)
                             return
-                batch = decoder.end()
+                batch = decoder.end(framed=response.framed)
                 if batch:
                     delivered = True
                     yield batch

@@ -7,7 +7,9 @@ as `image_url` parts of a user message: a prompt's in its own message, a tool re
 message after the run of tool messages it belongs to (a tool message carries text only), each
 named by its call; to a model that takes none, as their descriptions. A call's
 arguments are bounded as they accumulate (tool_arguments.py); a response whose arguments pass
-the run's content budget ends there, its calls handed on dropped.
+the run's content budget ends there, its calls handed on dropped. Every `finish_reason`
+maps to a `Completed` stop: `length` (its calls then cut) and `content_filter` say so whatever
+calls came; a refusal (`delta.refusal`) is shown as text and stops as `refused`.
 """
 
 from collections.abc import AsyncIterator, Mapping
@@ -39,7 +41,9 @@ from magi_code.records import field, record
 _STOP: dict[str, StopReason] = {
     "stop": "end_turn",
     "tool_calls": "tool_use",
+    "function_call": "tool_use",
     "length": "max_tokens",
+    "content_filter": "content_filtered",
 }
 
 
@@ -138,6 +142,7 @@ class ChatStreamState:
     budget: Budget = field(default_factory=Budget)
     finish: str | None = None
     usage: Usage | None = None
+    refused: bool = False  # the model sent a refusal (`delta.refusal`)
     done: bool = False
 
     def chunk(self, data: str) -> list[ProviderEvent]:
@@ -161,6 +166,10 @@ class ChatStreamState:
             content = text(delta.get("content"))
             if content:
                 out.append(TextDelta(content))
+            refusal = text(delta.get("refusal"))
+            if refusal:  # the model's refusal is its answer: shown, and the stop says so
+                self.refused = True
+                out.append(TextDelta(refusal))
             calls = delta.get("tool_calls")
             for raw in calls if isinstance(calls, list) else []:
                 self._call_delta(obj(raw))
@@ -203,9 +212,18 @@ class ChatStreamState:
             out.append(ToolCallDone(c.arguments.call(c.call_id or f"call_{index}", c.name)))
         if self.usage is not None:
             out.append(self.usage)
-        stop: StopReason = "tool_use" if self.calls else _STOP.get(self.finish or "stop", "other")
-        out.append(Completed(stop))
+        out.append(Completed(self._stop()))
         return out
+
+    def _stop(self) -> StopReason:
+        """A cut or filtered answer says so whatever calls it made; else calls wait for
+        their results."""
+        stop = _STOP.get(self.finish or "stop", "other")
+        if stop in ("max_tokens", "content_filtered"):
+            return stop
+        if self.refused:
+            return "refused"
+        return "tool_use" if self.calls else stop
 
 
 @record(frozen=False)

@@ -7,8 +7,10 @@ search on, the request offers the provider's own `web_search` tool; the searches
 provider, and the sources its text cites (`url_citation` annotations) end the reply as a list
 (providers/citations.py), so they are kept with it. A function call's arguments are bounded
 as they accumulate (tool_arguments.py); a response whose arguments pass the run's content
-budget ends there, its open calls handed on dropped. Never touches sockets itself (`http`
-does).
+budget ends there, its open calls handed on dropped. Function tools carry `strict`
+explicitly (`strict_ready`). A `response.incomplete` stops with its reason (output limit or
+content filter), handing on a call still open as far as it came; a refusal is shown as text
+and stops as `refused`. Never touches sockets itself (`http` does).
 """
 
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
@@ -35,6 +37,7 @@ from magi_code.providers.http import HttpPolicy
 from magi_code.providers.registry import keyed_build
 from magi_code.providers.tool_arguments import Arguments, Budget
 from magi_code.providers.wire import (
+    StopReason,
     count,
     event_json,
     obj,
@@ -43,6 +46,13 @@ from magi_code.providers.wire import (
     text,
 )
 from magi_code.records import field, record
+
+# `response.incomplete`: why, from its `incomplete_details.reason` (an unknown reason is
+# `incomplete`, never a finished answer).
+_INCOMPLETE: dict[str, StopReason] = {
+    "max_output_tokens": "max_tokens",
+    "content_filter": "content_filtered",
+}
 
 
 def request_body(request: ModelRequest) -> dict[str, object]:
@@ -85,6 +95,7 @@ def request_body(request: ModelRequest) -> dict[str, object]:
             "name": t.name,
             "description": t.description,
             "parameters": t.parameters,
+            "strict": strict_ready(t.parameters),
         }
         for t in request.tools
     ]
@@ -97,6 +108,25 @@ def request_body(request: ModelRequest) -> dict[str, object]:
     if request.max_output_tokens is not None:
         body["max_output_tokens"] = request.max_output_tokens
     return body
+
+
+def strict_ready(schema: object) -> bool:
+    """Whether a tool's parameters schema can be held to strictly (Responses `strict`): every
+    object in it closed (`additionalProperties: false`) with each of its properties required.
+    Otherwise strict mode would make the optional parameters required, so `strict` is false."""
+    if isinstance(schema, list):
+        return all(map(strict_ready, schema))
+    if not isinstance(schema, dict):
+        return True
+    properties = schema.get("properties")
+    if schema.get("type") == "object" or properties is not None:
+        names = set(properties) if isinstance(properties, dict) else set()
+        required = schema.get("required", [])
+        if schema.get("additionalProperties") is not False or not isinstance(required, list):
+            return False
+        if set(required) != names:
+            return False
+    return all(strict_ready(value) for value in schema.values() if isinstance(value, dict | list))
 
 
 def _input(
@@ -128,6 +158,7 @@ class ResponsesStreamState:
     budget: Budget = field(default_factory=Budget)
     citations: Citations = field(default_factory=Citations)
     tool_calls: int = 0
+    refused: bool = False  # the model sent a refusal (`response.refusal.delta`)
     finished: bool = False
 
     def event(self, data: str) -> list[ProviderEvent]:
@@ -140,6 +171,10 @@ class ResponsesStreamState:
         kind = text(value.get("type"))
         if kind == "response.output_text.delta":
             delta = text(value.get("delta"))
+            return [TextDelta(delta)] if delta else []
+        if kind == "response.refusal.delta":  # the model's refusal is its answer: shown
+            delta = text(value.get("delta"))
+            self.refused = self.refused or bool(delta)
             return [TextDelta(delta)] if delta else []
         if kind == "response.reasoning_summary_text.delta":
             key = (text(value.get("item_id")), count(value.get("summary_index")))
@@ -216,8 +251,14 @@ class ResponsesStreamState:
             out.append(
                 Usage(count(usage.get("input_tokens")), count(usage.get("output_tokens")), cached)
             )
+        for call in self.calls.values():  # open when the response ended: cut, handed on
+            out.append(ToolCallDone(call.arguments.call(call.call_id, call.name)))
+        self.calls.clear()
         if kind == "response.incomplete":
-            out.append(Completed("max_tokens"))
+            reason = text(obj(response.get("incomplete_details")).get("reason"))
+            out.append(Completed(_INCOMPLETE.get(reason, "incomplete")))
+        elif self.refused:
+            out.append(Completed("refused"))
         else:
             out.append(Completed("tool_use" if self.tool_calls else "end_turn"))
         return out

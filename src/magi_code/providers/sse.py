@@ -9,8 +9,11 @@ Rules, in the order they apply to each chunk:
   `SSEError`; bytes of an incomplete event wait in the buffer and are scanned only once.
 - Field semantics follow openai-python's `SSEDecoder` (the provider client): a blank line
   dispatches when event, data, id or retry is set; the last id persists across events.
-- At end of stream a final event that arrived whole (it ends on a line end and has a data
-  line) is delivered although no blank line followed: the provider client's EOF-tail delivery.
+- At end of stream a final event that arrived whole (it has a data line) is delivered
+  although no blank line followed: the provider client's EOF-tail delivery. At a framed end
+  of body (a length, a last chunk, HTTP/2's end of stream) the last line is whole without its
+  line end, as both official SDKs read it; where only a closed connection ended the body,
+  which a cut connection looks like too, a last line without its line end was cut.
 - One event may hold at most `max_event_bytes`; a longer one raises `SSEError`.
 This is not a browser EventSource: `retry` is reported, never acted on; nothing reconnects.
 """
@@ -135,17 +138,21 @@ class SSEDecoder:
             if len(block.lstrip(b"\n")) > self._max:
                 raise SSEError("event_too_large")
 
-    def end(self) -> list[SSEEvent]:
+    def end(self, *, framed: bool = True) -> list[SSEEvent]:
         """The stream ended: dispatch the pending event if it arrived whole.
 
         The buffer starts at a line start and holds no blank line: it is the field lines of
-        one event. Bytes after its last line end are a line cut in the middle, so the event is
-        incomplete and dropped; an event without a data line is not dispatched (EventSource's
-        own rule), so lines cut off before their data never pass for an event.
+        one event. At a `framed` end the bytes after its last line end are its last line;
+        else they are a line cut in the middle, so the event is incomplete and dropped. An
+        event without a data line is not dispatched (EventSource's own rule), so lines cut off
+        before their data never pass for an event.
         Returns the events the end delivers (none or one), so callers treat end like feed.
         """
         buf = self._buf
-        whole = bytes(buf) if buf[-1:] == b"\n" else b""
+        if buf[-1:] == b"\n" or not buf:
+            whole = bytes(buf)
+        else:
+            whole = bytes(buf) + b"\n" if framed else b""
         buf.clear()
         self._scan = 0
         if not whole:

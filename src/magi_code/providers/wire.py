@@ -5,13 +5,12 @@ Never raises anything but `ProviderError`, whose text carries no body.
 
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
-from typing import Literal, Protocol
+from typing import Protocol
 
 from magi_code import untrusted_json
 from magi_code.providers.base import ProviderError, ProviderEvent, coalesced
+from magi_code.providers.base import StopReason as StopReason  # the wires' one import
 from magi_code.providers.http import HttpPolicy, default_is_overflow, stream_sse
-
-StopReason = Literal["end_turn", "tool_use", "max_tokens", "other"]
 
 
 def event_json(data: str) -> dict[str, object]:

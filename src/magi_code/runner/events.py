@@ -2,6 +2,8 @@
 
 Critical events (everything but `MessageDelta`) must reach the face; a face that cannot
 take one within its bound cancels the run with `output_unavailable`. Deltas are best effort.
+Detail events (`ToolOutput`, `TurnUsage`) are no run events: the turn hands them only to a
+face that takes them (runner/turn.py `DetailEmitter`).
 """
 
 from typing import Literal
@@ -82,6 +84,38 @@ RunEvent = (
     | Diagnostic
     | RunFinished
 )
+
+# ---- details: for a face that shows them (`exec --json`), never the local agent's wire ----
+
+
+@record
+class ToolOutput:
+    """What a tool call gave the model, redacted and cut at EVENT_OUTPUT_BYTES
+    (tools/limits.py); `output_bytes` is its whole size, `truncated` whether it was cut. The
+    local agent's activities carry no results, so it never sees this."""
+
+    activity_id: str
+    name: str
+    ok: bool
+    output: str
+    output_bytes: int
+    truncated: bool
+
+
+@record
+class TurnUsage:
+    """The tokens of the turn's model requests together (none when the provider reported
+    none), and how many requests it made (`rounds`)."""
+
+    rounds: int
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int
+
+
+DetailEvent = ToolOutput | TurnUsage
+
+DETAIL_NAMES: dict[type, str] = {ToolOutput: "tool.output", TurnUsage: "turn.usage"}
 
 EVENT_NAMES: dict[type, str] = {
     InputPersisted: "input.persisted",

@@ -10,6 +10,7 @@ them.
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from magi_code import limits
 from magi_code.config.credentials import CredentialStore
 from magi_code.context.loader import Context, offers
 from magi_code.providers.base import Provider
@@ -167,6 +168,7 @@ def turn_setup(
         sandbox=built.sandbox,
         images=takes_images(provider_id, conf, model),
         web_search=built.web_search,
+        max_rounds=admitted.settings.get("turn", {}).get("max_rounds", limits.TURN_MODEL_ROUNDS),
     )
 
 

@@ -15,7 +15,15 @@ budget (RUN_CONTENT_BYTES); past it the run fails with `content_limit`. A call w
 passed ARGUMENTS_BYTES is answered with an error telling the model to split it, and is kept in
 the history and every later request as a stub (name, id, `{}`; its size on the record), never
 whole. An answer asking for more tool calls than the run has activity identities left
-(RUN_ACTIVITY_IDS) runs none of them. A run that fails on a bound says which in a diagnostic.
+(RUN_ACTIVITY_IDS) runs none of them. A turn makes at most `max_rounds` model requests
+(`[turn] max_rounds`, else TURN_MODEL_ROUNDS): an answer that still calls tools then runs none
+of them (`round_limit`). A run that fails on a bound says which in a diagnostic.
+
+Stops. An answer the model refused, a content filter stopped, its output limit cut or the
+provider ended incomplete fails the run (`execution_failed`) with a diagnostic whose code is
+that class (`STOPPED`); the text kept, and each tool call of that answer (one maybe cut off)
+named and not run. A face that takes detail events (`DetailEmitter`: exec --json) is handed
+each tool call's output, redacted and bounded, and the turn's usage.
 
 Hook runs and the calls a `code` program makes through its bridge are activities the model
 did not call: they are `activity` records (runner/hook_runs.py, tools/code_mode.py).
@@ -31,7 +39,7 @@ from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing, suppress
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, runtime_checkable
 
 import anyio
 
@@ -48,6 +56,7 @@ from magi_code.providers.base import (
     ProviderError,
     ProviderEvent,
     ReasoningSummary,
+    StopReason,
     TextDelta,
     ToolCall,
     ToolCallDone,
@@ -65,6 +74,7 @@ from magi_code.runner import compaction
 from magi_code.runner.events import (
     Activity,
     ActivityState,
+    DetailEvent,
     Diagnostic,
     InputPersisted,
     MessageDelta,
@@ -72,14 +82,16 @@ from magi_code.runner.events import (
     Persistence,
     RunEvent,
     RunFinished,
+    ToolOutput,
+    TurnUsage,
 )
 from magi_code.runner.text import encodable, split_utf8
 from magi_code.tools.approvals import ApprovalBroker, Asked
 from magi_code.tools.base import Access, Bridge, Tool, ToolContext, ToolInputError, ToolOutcome
 from magi_code.tools.host_io import HostIO
-from magi_code.tools.limits import ARGUMENTS_BYTES, OUTPUT_BYTES
+from magi_code.tools.limits import ARGUMENTS_BYTES, EVENT_OUTPUT_BYTES, OUTPUT_BYTES
 from magi_code.tools.policy import Policy
-from magi_code.tools.summaries import clip_utf8, safe_summary
+from magi_code.tools.summaries import clip_utf8, safe_summary, scrub_surrogates
 
 if TYPE_CHECKING:
     from magi_code.runner.hook_runs import Fired, HookRunner
@@ -108,6 +120,17 @@ ACTIVITY_LIMIT = Diagnostic(
 )
 
 
+# How a model's answer that stopped short ends the run (`stopped`): the diagnostic's code and
+# what it says. The code is the stop's class; the run fails with `execution_failed`.
+STOPPED: dict[StopReason, tuple[str, str]] = {
+    "refused": ("refused", "The model refused to answer"),
+    "content_filtered": ("content_filtered", "The provider's content filter stopped the answer"),
+    "max_tokens": ("output_limit", "The model's answer reached its output limit and was cut off"),
+    "incomplete": ("incomplete", "The provider ended the answer incomplete, saying no reason"),
+}
+ROUND_LIMIT_CODE = "round_limit"
+
+
 class Journal(Protocol):
     """Where a run's records go: the attached session."""
 
@@ -123,6 +146,14 @@ class Journal(Protocol):
 class Emitter(Protocol):
     def delta(self, event: MessageDelta) -> None: ...  # best effort, never blocks
     async def critical(self, event: RunEvent) -> None: ...  # raises OutputUnavailable
+
+
+@runtime_checkable
+class DetailEmitter(Protocol):
+    """A face that shows detail events (`exec --json`): each tool call's output and the
+    turn's usage. Other faces are never handed them."""
+
+    async def detail(self, event: DetailEvent) -> None: ...  # raises OutputUnavailable
 
 
 class OutputUnavailable(Exception):
@@ -184,6 +215,7 @@ class TurnSetup:
     sandbox: "Sandbox | None" = None  # the session's OS sandbox (tools/sandbox)
     images: bool = False  # the model takes images (providers/images.py)
     web_search: bool = False  # `[web] search`: offer the provider's own web search
+    max_rounds: int = limits.TURN_MODEL_ROUNDS  # model requests per turn (`[turn] max_rounds`)
 
 
 def new_id() -> str:
@@ -216,6 +248,9 @@ class Turn:
         self.segment: Segment | None = None
         self.open_activity: tuple[str, str, str, str] | None = None  # id, call, name, summary
         self.usage: Usage | None = None
+        self.spent = TurnUsage(0, 0, 0, 0)  # the usage of the turn's model requests together
+        self.stop: StopReason = "end_turn"  # why the model's last answer ended
+        self.details = emit if isinstance(emit, DetailEmitter) else None
         self.counted = 0  # items in the request the last usage figure reports on
         self.prompt_id = ""  # stored message id of this turn's prompt
         self.failure: Diagnostic | None = None  # why the run failed, told before the end
@@ -282,9 +317,14 @@ class Turn:
                 items = await self.compact(items)
             calls = await self.stream(items, specs)
             await self.close_segment(partial=False)
+            told = stopped(self.stop, calls)
+            if told is not None:
+                raise RunFailed("execution_failed", told)
             if not calls:
                 await self.hook("stop")
                 return
+            if self.spent.rounds >= self.setup.max_rounds:
+                raise RunFailed("execution_failed", round_limit(self.setup.max_rounds, calls))
             self.admit_activities(len(calls))
             for call in calls:
                 oversize = oversize_bytes(call)
@@ -310,6 +350,8 @@ class Turn:
             web_search=self.setup.web_search,
         )
         self.counted = len(items)
+        self.stop = "end_turn"
+        self.spent = replace(self.spent, rounds=self.spent.rounds + 1)
         calls: list[ToolCall] = []
         events = cast(AsyncGenerator[ProviderEvent, None], self.setup.provider.stream(request))
         async with aclosing(events):  # cancellation closes the active request
@@ -329,7 +371,9 @@ class Turn:
                     )
                 elif isinstance(event, Usage):
                     self.usage = event
+                    self.spend_usage(event)
                 elif isinstance(event, Completed):
+                    self.stop = event.stop_reason
                     break
         if self.segment.text:
             items.append(AssistantText(self.segment.text))
@@ -348,6 +392,15 @@ class Turn:
         self.show(segment, segment.live.feed(text))
         if segment.unpersisted >= CHUNK_PERSIST_BYTES:
             self.persist_chunk()
+
+    def spend_usage(self, usage: Usage) -> None:
+        spent = self.spent
+        self.spent = TurnUsage(
+            spent.rounds,
+            spent.input_tokens + usage.input_tokens,
+            spent.output_tokens + usage.output_tokens,
+            spent.cached_input_tokens + usage.cached_input_tokens,
+        )
 
     def spend(self, size: int) -> None:
         """Count `size` bytes of the model's output in the run's content budget."""
@@ -395,9 +448,9 @@ class Turn:
 
     # ---- compaction ------------------------------------------------------------------------
 
-    async def compact(self, items: compaction.SizedItems) -> compaction.SizedItems:
-        """Replace what came before this turn's prompt with a summary the model writes. A
-        failed summary leaves the items as they were: the run goes on uncompacted."""
+    async def compact(self, items: compaction.SizedItems, focus: str = "") -> compaction.SizedItems:
+        """Replace what came before this turn's prompt with a summary the model writes (`focus`:
+        the person's instructions for it). A failed summary leaves the items as they were."""
         keep = max(i for i, item in enumerate(items) if isinstance(item, UserText))
         if keep == 0:
             return items  # nothing before the prompt to summarize
@@ -411,7 +464,7 @@ class Turn:
         request = ModelRequest(
             self.setup.model,
             compaction.SUMMARY_INSTRUCTIONS,
-            (*items[:keep], UserText("Summarize the conversation above.")),
+            (*items[:keep], UserText(compaction.summary_request(focus))),
             thinking=self.setup.thinking,
             purpose="compaction",
             images=self.setup.images,
@@ -497,14 +550,16 @@ class Turn:
         if decision == "ask" and sandbox and sandbox.contains(call.name, access, policy.protected):
             decision = "allow"  # approval mode `auto`: the sandbox contains it
         question = f"Code Mode: {summary}" if code_mode else summary
-        allowed = decision == "allow" or (
-            decision == "ask"
-            and await self.setup.approvals.request(
+        note = ""
+        if decision == "ask":
+            answered = await self.setup.approvals.decide(
                 question, Asked(call.name, access, call.arguments)
             )
-        )
-        if not allowed:
-            return ToolOutcome(False, "The user did not allow this action.", f"denied: {summary}")
+            decision, note = "allow" if answered.allow else "deny", answered.note
+        if decision != "allow":
+            refusal = "The user did not allow this action."
+            refusal += f" They said: {note}" if note else ""
+            return ToolOutcome(False, refusal, f"denied: {summary}")
         ctx = replace(ctx, permits=partial(allowed_unasked, policy, call.name, ctx.workspace))
         outcome = await self.run_tool(tool, args, ctx)
         if outcome.sandbox_denied:
@@ -609,6 +664,8 @@ class Turn:
             **extra,
         )
         await self.emit.critical(Activity(activity_id, "tool", state, name, outcome.summary))
+        if self.details is not None:
+            await self.details.detail(tool_output(activity_id, name, outcome))
         return ToolResult(call_id, outcome.output, not outcome.ok, outcome.images)
 
     async def start_activity(
@@ -714,6 +771,9 @@ class Turn:
             delivered = False
             outcome, error = "cancelled", "output_unavailable"
         self.record("run_finished", outcome=outcome, error_code=error)
+        if self.details is not None and self.spent.rounds and delivered:
+            with suppress(OutputUnavailable):
+                await self.details.detail(self.spent)
         if self.failure is not None and outcome == "failed" and delivered:
             with suppress(OutputUnavailable):
                 await self.emit.critical(self.failure)
@@ -729,6 +789,34 @@ class Turn:
             with suppress(OutputUnavailable):
                 await self.emit.critical(warning)
         return RunFinished(outcome, persistence, revision, error)  # type: ignore[arg-type]
+
+
+def stopped(stop: StopReason, calls: list[ToolCall]) -> Diagnostic | None:
+    """What the face is told when the model's answer stopped short (a refusal, a filter, its
+    output limit); its tool calls (one of them maybe cut) do not run, and say so."""
+    if stop not in STOPPED:
+        return None
+    code, said = STOPPED[stop]
+    if calls:
+        names = ", ".join(safe_summary(call.name)[:64] or "tool" for call in calls)
+        said += f", in the middle of {len(calls)} tool call(s) ({names}) that did not run"
+    return Diagnostic(code, safe_summary(f"{said}: the run stopped there."))
+
+
+def round_limit(bound: int, calls: list[ToolCall]) -> Diagnostic:
+    said = (
+        f"The model kept calling tools past this turn's bound of {bound} model requests "
+        f"([turn] max_rounds): its last {len(calls)} tool call(s) did not run, and the run "
+        "stopped there."
+    )
+    return Diagnostic(ROUND_LIMIT_CODE, said)
+
+
+def tool_output(activity_id: str, name: str, outcome: ToolOutcome) -> ToolOutput:
+    """A tool call's output as a detail event: redacted, then cut at EVENT_OUTPUT_BYTES."""
+    shown = scrub_surrogates(redact(outcome.output))
+    size, kept = utf8_bytes(shown), clip_utf8(shown, EVENT_OUTPUT_BYTES)
+    return ToolOutput(activity_id, name, outcome.ok, kept, size, size > EVENT_OUTPUT_BYTES)
 
 
 def with_context(outcome: ToolOutcome, contexts: list[str]) -> ToolOutcome:

@@ -9,6 +9,7 @@ ARGUMENTS_BYTES = 4 * 1024 * 1024
 # Text returned to the model.
 TEXT_BYTES = 64 * 1024  # read_file, list_dir, glob and grep output
 OUTPUT_BYTES = 96 * 1024  # backstop on any tool's output, notes included
+EVENT_OUTPUT_BYTES = 16 * 1024  # of a tool's output (redacted) an `exec --json` event carries
 LINE_CHARS = 2000  # one displayed line (read_file, grep) before it is cut
 LINE_READ_BYTES = 16 * 1024  # of one line kept when reading a file; the rest is read past
 
@@ -64,3 +65,4 @@ WEB_REDIRECTS = 5  # redirects followed; one more ends the fetch
 # the TEXT_BYTES shown of it; parsing and converting dense markup took 4 to 8 s a MiB on a
 # loaded CI core, so this stays well within WEB_FETCH_S.
 WEB_MARKUP_BYTES = 512 * 1024
+APPROVAL_NOTE_CHARS = 2000  # of the note a person gives with a denial, read by the model
