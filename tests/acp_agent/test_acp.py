@@ -272,7 +272,8 @@ def test_prompt_bounds_and_a_failed_turn(workspace: Path, home: Path) -> None:
                 await conn.prompt(
                     session_id=sid, prompt=[text_block(script({"error": "server_error"}))]
                 )
-            assert failed.value.data == {"code": "execution_failed"}
+            assert failed.value.data == {"code": "execution_failed", "failure": "server_error"}
+            assert str(failed.value).startswith("server_error: ")  # readable, with its class
             assert "[server_error]" in client.text()  # the diagnostic reaches the user
             with pytest.raises(RequestError) as elsewhere:
                 await conn.new_session(cwd="relative/path", mcp_servers=[])

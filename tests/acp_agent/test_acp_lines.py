@@ -215,21 +215,17 @@ def test_a_permissions_diff_reads_the_models_arguments_within_the_bound() -> Non
     """updates.diff: arguments nested past UNTRUSTED_JSON_DEPTH (or not an object) show no
     diff; it never raises."""
     from magi_code.acp.updates import diff
-    from magi_code.tools.approvals import Asked
-    from magi_code.tools.base import Access
 
-    def asked(arguments: str) -> Asked:
-        return Asked("write_file", Access("write", (Path("/w/a.txt"),)), arguments)
+    def asked(arguments: str) -> list[Any] | None:
+        return diff("write_file", arguments, (Path("/w/a.txt"),))
 
-    shown = diff(
-        asked(
-            json.dumps(
-                {
-                    "path": "a.txt",
-                    "content": "hi",
-                    "x": json.loads(deep(limits.UNTRUSTED_JSON_DEPTH - 1)),
-                }
-            )
+    shown = asked(
+        json.dumps(
+            {
+                "path": "a.txt",
+                "content": "hi",
+                "x": json.loads(deep(limits.UNTRUSTED_JSON_DEPTH - 1)),
+            }
         )
     )
     assert shown is not None and shown[0].new_text == "hi"
@@ -240,7 +236,7 @@ def test_a_permissions_diff_reads_the_models_arguments_within_the_bound() -> Non
         deep(100_000),
         "[1]",
     ):
-        assert diff(asked(arguments)) is None
+        assert asked(arguments) is None
 
 
 @settings(max_examples=300, deadline=None)

@@ -1,15 +1,19 @@
 """The ACP agent: sessions of the session store, prompts through `start_turn`.
 
 Each ACP session is one attached stored session (its ID is the stored ID, so `session/load`
-takes what `magi-code sessions list` shows). A workspace is admitted once, on the first session
-in it (settings, folder trust, instructions, profiles, MCP: exactly as for every other face;
-nothing is asked, dropped project keys are warned on stderr). One prompt at a time per session;
-`session/cancel` cancels it through its TurnControl, and the prompt answers `cancelled` once the
-turn has recorded that. Errors carry a code in `data`, never an input echo or a path.
+takes what `magi-code sessions list` shows), on disk from `session/new` on. A workspace is
+admitted once, on the first session in it (settings, folder trust, instructions, profiles, MCP:
+exactly as for every other face; nothing is asked, dropped project keys are warned on stderr).
+A session has the approval modes and model choice of session_config.py, and the MCP servers its
+client sent (client_mcp.py). One prompt at a time per session; `session/cancel` cancels it
+through its TurnControl, and the prompt answers `cancelled` once the turn has recorded that. A
+failed prompt's error names the failure's class and what to do (updates.py `run_failure`);
+other errors carry a code in `data`, never an input echo or a path.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 from dataclasses import dataclass, field
@@ -17,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from acp import PROTOCOL_VERSION, RequestError
+from acp import PROTOCOL_VERSION, RequestError, update_agent_message_text
 from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
@@ -25,22 +29,34 @@ from acp.schema import (
     Implementation,
     InitializeResponse,
     LoadSessionResponse,
+    McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    SessionModeState,
+    SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
 )
 
 from magi_code import limits
-from magi_code.acp import updates
+from magi_code.acp import client_mcp, session_config, updates
 from magi_code.acp.prompt_run import PromptRun
+from magi_code.mission_control.observe import ApprovalMode, FacePolicy, Grants
 from magi_code.runner.startup import Admitted, StartupError, admit
 from magi_code.runner.turn import TurnControl, TurnSetup
-from magi_code.sessions import Attachment, SessionError, SessionStore, valid_session_id
-from magi_code.tools.grants import SessionGrants
+from magi_code.sessions import (
+    Attachment,
+    Selection,
+    SessionError,
+    SessionStore,
+    valid_session_id,
+)
 
 if TYPE_CHECKING:
+    from magi_code.mcp.manager import McpManager
     from magi_code.providers.base import ImagePart
     from magi_code.runner.agents import SessionAgents
+    from magi_code.tools.sandbox.modes import Sandbox
 
 VERSION = "0.1.0"
 
@@ -65,8 +81,19 @@ class Session:
     model: str
     thinking: str | None
     control: TurnControl | None = None  # the running prompt's
+    mcp: McpManager | None = None  # the MCP servers its client sent (client_mcp.py)
+    notice: str = ""  # told in the next prompt: the servers the client added
+    sandbox: Sandbox | None = None  # the workspace's sandbox, with this session's `auto`
+
+    def close_own(self) -> None:
+        """Close what the session holds but its attachment: melchior, children, servers."""
+        self.agents.close()
+        if self.mcp is not None:
+            self.mcp.close(limits.CLEANUP_WAIT_MS / 1000)
+
     ended: anyio.Event = field(default_factory=anyio.Event)  # set when no prompt runs
-    grants: SessionGrants = field(default_factory=SessionGrants)  # "always allow" answers
+    # "always allow" answers (tools/grants.py) and the approval mode, as in Mission Control
+    grants: Grants = field(default_factory=Grants)
 
 
 class MagiAgent:
@@ -92,6 +119,7 @@ class MagiAgent:
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
                 load_session=True,
+                mcp_capabilities=McpCapabilities(http=True, sse=False),
                 prompt_capabilities=PromptCapabilities(
                     image=True, audio=False, embedded_context=True
                 ),
@@ -130,18 +158,43 @@ class MagiAgent:
         self.store = self.store or SessionStore(Path(admitted.paths.home))
         return admitted
 
-    async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
-        from magi_code.sessions import Selection
-
+    async def new_session(
+        self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> NewSessionResponse:
         admitted = await self.workspace(cwd)
         assert self.store is not None
+        servers = await self.client_servers(admitted, mcp_servers or [])
         selection = Selection(admitted.provider, admitted.model, admitted.thinking)
         attachment = await anyio.to_thread.run_sync(self.store.create, admitted.cwd, selection)
+        try:  # on disk from now on: `session/load` finds it before its first prompt
+            await anyio.to_thread.run_sync(remember, attachment, selection)
+        except (OSError, SessionError) as failed:
+            attachment.close()
+            if servers is not None:
+                servers.close(limits.CLEANUP_WAIT_MS / 1000)
+            code = failed.code if isinstance(failed, SessionError) else "session_unwritable"
+            raise failure(code) from None
         agents = await self.agents(admitted, attachment)
-        self.sessions[attachment.session_id] = Session(
+        session = self.sessions[attachment.session_id] = Session(
             admitted, attachment, agents, admitted.provider, admitted.model, admitted.thinking
         )
-        return NewSessionResponse(session_id=attachment.session_id)
+        session.grants.mode = first_mode(admitted)
+        session.mcp, session.notice = servers, client_mcp.told(mcp_servers or []) if servers else ""
+        modes, config = await self.configuration(session)
+        return NewSessionResponse(
+            session_id=attachment.session_id, modes=modes, config_options=config
+        )
+
+    async def client_servers(self, admitted: Admitted, servers: list[Any]) -> McpManager | None:
+        """The client's MCP servers, connected for one session (client_mcp.py)."""
+        from magi_code.mcp.errors import McpStartupError
+
+        try:
+            return await anyio.to_thread.run_sync(client_mcp.connect, servers, admitted)
+        except client_mcp.Refused:
+            raise failure("mcp_server_refused") from None
+        except McpStartupError as failed:
+            raise failure(failed.code) from None
 
     async def agents(self, admitted: Admitted, attachment: Attachment) -> SessionAgents:
         """The session's melchior and subagents, as for the local agent (never fails; a
@@ -150,7 +203,9 @@ class MagiAgent:
 
         return await anyio.to_thread.run_sync(SessionAgents.open, admitted, attachment)
 
-    async def load_session(self, cwd: str, session_id: str, **_: Any) -> LoadSessionResponse:
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> LoadSessionResponse:
         """Attach a stored session and replay its history as session/update notifications."""
         if not valid_session_id(session_id):
             raise failure("session_missing")
@@ -166,7 +221,7 @@ class MagiAgent:
         except SessionError as failed:
             raise failure(failed.code) from None
         try:
-            entries = await anyio.to_thread.run_sync(history, attachment)
+            entries, calls = await anyio.to_thread.run_sync(history, attachment)
         except SessionError as failed:
             attachment.close()
             raise failure(failed.code) from None
@@ -175,17 +230,86 @@ class MagiAgent:
         if not (provider and model and offered(admitted, provider, model)):
             provider, model = admitted.provider, admitted.model
         thinking = saved.thinking if saved else admitted.thinking
+        try:
+            servers = await self.client_servers(admitted, mcp_servers or [])
+        except RequestError:
+            attachment.close()
+            raise
         agents = await self.agents(admitted, attachment)
         replaced = self.sessions.get(session_id)
         if replaced is not None:  # its attachment was handed over by the open
-            replaced.agents.close()
-        self.sessions[session_id] = Session(admitted, attachment, agents, provider, model, thinking)
+            replaced.close_own()
+        session = Session(admitted, attachment, agents, provider, model, thinking)
+        session.grants.mode = first_mode(admitted)
+        session.mcp = servers
+        self.sessions[session_id] = session
         started: set[str] = set()
+        shown = list(dict.fromkeys(e["message_id"] for e in entries if e["kind"] == "activity"))
+        # The projection keeps the last of the activities (a compaction folds a prefix away)
+        by_entry = dict(zip(reversed(shown), reversed(calls), strict=False))
         for entry in entries:
-            update = updates.replay(entry, started)
+            update = updates.replay(entry, started, by_entry.get(entry["message_id"]))
             if update is not None:
                 await self.client.session_update(session_id=session_id, update=update)
-        return LoadSessionResponse()
+        if servers is not None:
+            told = update_agent_message_text(client_mcp.told(mcp_servers or []))
+            await self.client.session_update(session_id=session_id, update=told)
+        modes, config = await self.configuration(session)
+        return LoadSessionResponse(modes=modes, config_options=config)
+
+    # ---- modes and options ---------------------------------------------------------------
+
+    async def configuration(
+        self, session: Session
+    ) -> tuple[SessionModeState, list[session_config.Option]]:
+        """The session's modes and its options (the offered models: the discovery cache is
+        read in a worker thread)."""
+        offered_models = await anyio.to_thread.run_sync(choices, session.admitted)
+        selected = session_config.model_value(session.provider, session.model)
+        config = session_config.options(session.grants.mode, selected, offered_models)
+        return session_config.modes(session.grants.mode), config
+
+    def held(self, session_id: str) -> Session:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise failure("session_missing")
+        return session
+
+    async def set_session_mode(
+        self, session_id: str, mode_id: str, **_: Any
+    ) -> SetSessionModeResponse:
+        session = self.held(session_id)
+        mode = session_config.approval_mode(mode_id)
+        if mode is None:
+            raise failure("mode_unknown")
+        session.grants.mode = mode  # the running prompt's policy reads it at its next call
+        return SetSessionModeResponse()
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **_: Any
+    ) -> SetSessionConfigOptionResponse:
+        session = self.held(session_id)
+        if config_id == session_config.MODE and isinstance(value, str):
+            await self.set_session_mode(session_id, value)
+        elif config_id == session_config.MODEL and isinstance(value, str):
+            await self.select_model(session, value)
+        else:
+            raise failure("option_unknown")
+        _modes, config = await self.configuration(session)
+        return SetSessionConfigOptionResponse(config_options=config)
+
+    async def select_model(self, session: Session, value: str) -> None:
+        """The session's model from now on (its next prompt), saved with the session."""
+        chosen = session_config.parse_model(value)
+        if chosen is None or not offered(session.admitted, *chosen):
+            raise failure("model_unavailable")
+        provider, model = chosen
+        selection = Selection(provider, model, session.thinking)
+        try:
+            await anyio.to_thread.run_sync(remember, session.attachment, selection)
+        except (OSError, SessionError):
+            raise failure("session_unwritable") from None
+        session.provider, session.model = provider, model
 
     # ---- prompts -------------------------------------------------------------------------
 
@@ -215,9 +339,7 @@ class MagiAgent:
             session.ended.set()
         if finished.outcome == "completed":
             return PromptResponse(stop_reason="end_turn")
-        if finished.outcome == "cancelled":
-            return PromptResponse(stop_reason="cancelled")
-        raise RequestError.internal_error({"code": finished.error_code or "execution_failed"})
+        return PromptResponse(stop_reason="cancelled")
 
     async def run(
         self,
@@ -227,21 +349,32 @@ class MagiAgent:
         images: tuple[ImagePart, ...] = (),
     ) -> Any:
         from magi_code.acp.host import host_io
+        from magi_code.acp.watched import Watched
+        from magi_code.mcp.tool import mcp_tools
         from magi_code.runner.entry import start_turn
         from magi_code.runner.turn import new_id
         from magi_code.tools.approvals import ApprovalBroker
 
         assert self.store is not None and self.client is not None
-        from magi_code.tools.grants import GrantedPolicy
-
-        run = PromptRun(self.client, session.attachment.session_id, session.grants)
+        sid = session.attachment.session_id
+        run = PromptRun(self.client, sid, session.grants)
         run.broker = broker = ApprovalBroker(run.announce)
 
-        def granted(setup: TurnSetup) -> None:  # "always allow": tools/grants.py, as elsewhere
-            setup.policy = GrantedPolicy.over(setup.policy, session.grants)
+        def observe(setup: TurnSetup) -> None:  # grants and mode, as in Mission Control
+            setup.policy = FacePolicy.over(setup.policy, session.grants)
+            if setup.sandbox is not None:  # its own copy: `auto` is the session's mode
+                if session.sandbox is None:
+                    session.sandbox = copy.copy(setup.sandbox)
+                session.sandbox.auto = session.grants.mode == "auto"
+                setup.sandbox = session.sandbox
+            tools = {**mcp_tools(session.mcp), **setup.tools} if session.mcp else setup.tools
+            setup.tools = {name: Watched(tool, run.calls) for name, tool in tools.items()}
 
         async with anyio.create_task_group() as sending:
             sending.start_soon(run.pump)
+            if session.notice:  # the servers the client added, told once
+                await run.put(update_agent_message_text(session.notice))
+                session.notice = ""
             async with anyio.create_task_group() as asks:
                 run.asks = asks
                 finished = await start_turn(
@@ -254,15 +387,14 @@ class MagiAgent:
                     control=control,
                     approvals=broker,
                     agents=session.agents,
-                    host_io=host_io(self.client, session.attachment.session_id, self.client_caps),
-                    observe=granted,
+                    host_io=host_io(self.client, sid, self.client_caps, run.terminal),
+                    observe=observe,
                     images=images,
                 )
                 asks.cancel_scope.cancel()  # approvals still asked are denied already
             await run.close()  # the sender drains what is queued, then ends
-        if finished.outcome == "failed" and run.failure:  # what the person can act on
-            code = finished.error_code or "execution_failed"
-            raise RequestError.internal_error({"code": code, "message": run.failure})
+        if finished.outcome == "failed":  # what the person can act on, and its class
+            raise updates.run_failure(finished.error_code or "execution_failed", run.failure)
         return finished
 
     async def cancel(self, session_id: str, **_: Any) -> None:
@@ -285,15 +417,23 @@ class MagiAgent:
 
     def close(self) -> None:
         for session in self.sessions.values():  # melchior and children before the leases
-            session.agents.close()
+            session.close_own()
             session.attachment.close()
         for admitted in self.admitted.values():
             if admitted.mcp is not None:
                 admitted.mcp.close(limits.CLEANUP_WAIT_MS / 1000)
 
 
-def history(attachment: Attachment) -> list[dict[str, Any]]:
-    """Every part of the attachment's current history snapshot, in stored order."""
+def remember(attachment: Attachment, selection: Selection) -> None:
+    """Write the session's selection record (with its header): the session is loadable."""
+    attachment.append({"type": "session", "selection": selection.to_record()}, fsync=True)
+
+
+def history(attachment: Attachment) -> tuple[list[dict[str, Any]], list[updates.StoredCall]]:
+    """Every part of the attachment's current history snapshot, in stored order, and its
+    stored tool calls (none for a session not yet on disk)."""
+    stored = attachment.records() if attachment.durable else iter(())
+    calls = updates.stored_calls(stored, attachment.cwd)
     snapshot = attachment.history
     entries: list[dict[str, Any]] = []
     cursor: str | None = None
@@ -302,7 +442,25 @@ def history(attachment: Attachment) -> list[dict[str, Any]]:
         entries.extend(page.entries)
         cursor = page.next_cursor
         if cursor is None:
-            return entries
+            return entries, calls
+
+
+def first_mode(admitted: Admitted) -> ApprovalMode:
+    """The `approval_mode` setting: ask (the default) or auto, as Mission Control starts."""
+    return "auto" if admitted.settings.get("approval_mode") == "auto" else "ask"
+
+
+def choices(admitted: Admitted) -> list[tuple[str, str]]:
+    """(provider, model) for each model each configured provider offers."""
+    from magi_code.providers.known_models import load_cache
+    from magi_code.providers.known_models import offered as models_of
+
+    cache = load_cache(admitted.paths.home)
+    found: list[tuple[str, str]] = []
+    for provider, conf in admitted.settings.get("providers", {}).items():
+        if isinstance(conf, dict):
+            found += [(provider, model) for model in models_of(provider, conf, cache)[0]]
+    return found
 
 
 def offered(admitted: Admitted, provider: str, model: str) -> bool:

@@ -4,13 +4,13 @@ Only what the client declared in `initialize` is offered: `fs.readTextFile`, `fs
 `terminal`; files beyond ACP_FILE_BYTES stay local, so no answer can outgrow a message. A
 command runs as `/bin/sh -c` in a client terminal under `env -i` with the tools' environment (a
 terminal's `env` can only add to the client's own, and the tools' environment holds no
-credentials): created, awaited up to its timeout (then killed), its output read, and always
-released; on cancellation it is killed and released first. The terminal's creation and that
-cleanup are shielded and bounded by CLEANUP_WAIT_MS, so a cancel never leaves an unknown
-terminal behind nor waits on a stuck client.
+credentials): created, shown (`shown`: in the tool call it runs for), awaited up to its timeout
+(then killed), its output read, and always released; on cancellation it is killed and released
+first. The terminal's creation and that cleanup are shielded and bounded by CLEANUP_WAIT_MS, so
+a cancel never leaves an unknown terminal behind nor waits on a stuck client.
 """
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 import anyio
@@ -24,7 +24,12 @@ from magi_code.tools.shell import SHELL
 ENV = "/usr/bin/env"
 
 
-def host_io(client: Client, session_id: str, caps: ClientCapabilities | None) -> HostIO | None:
+Shown = Callable[[str], Awaitable[None]]  # told each terminal's ID once it exists
+
+
+def host_io(
+    client: Client, session_id: str, caps: ClientCapabilities | None, shown: Shown
+) -> HostIO | None:
     """The HostIO of what the client offers; None when it offers nothing."""
     fs = caps.fs if caps is not None else None
     reads = bool(fs is not None and fs.read_text_file)
@@ -44,7 +49,7 @@ def host_io(client: Client, session_id: str, caps: ClientCapabilities | None) ->
         command: str, cwd: Path, env: Mapping[str, str], timeout_s: float, output_bytes: int
     ) -> HostRun:
         argv = ["-i", *(f"{name}={value}" for name, value in env.items()), SHELL, "-c", command]
-        return await run_in_terminal(client, session_id, argv, cwd, timeout_s, output_bytes)
+        return await run_in_terminal(client, session_id, argv, cwd, timeout_s, output_bytes, shown)
 
     return HostIO(
         file_bytes=limits.ACP_FILE_BYTES,
@@ -55,7 +60,13 @@ def host_io(client: Client, session_id: str, caps: ClientCapabilities | None) ->
 
 
 async def run_in_terminal(
-    client: Client, session_id: str, argv: list[str], cwd: Path, timeout_s: float, output_bytes: int
+    client: Client,
+    session_id: str,
+    argv: list[str],
+    cwd: Path,
+    timeout_s: float,
+    output_bytes: int,
+    shown: Shown,
 ) -> HostRun:
     bound = limits.CLEANUP_WAIT_MS / 1000
     with anyio.CancelScope(shield=True), anyio.fail_after(bound):
@@ -68,6 +79,7 @@ async def run_in_terminal(
         )
     terminal = {"session_id": session_id, "terminal_id": made.terminal_id}
     try:
+        await shown(made.terminal_id)
         with anyio.move_on_after(timeout_s) as deadline:
             await client.wait_for_terminal_exit(**terminal)
         if deadline.cancelled_caught:

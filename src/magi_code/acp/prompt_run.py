@@ -5,7 +5,9 @@ Every update goes through one bounded queue and one sender task, so the client s
 run order. Deltas are best effort: when one does not fit, that message's later deltas are
 dropped too and its reconcile sends what the client is missing. Critical events wait at most
 CRITICAL_EVENT_WAIT_MS for room, and a client that cannot take them cancels the run
-(`output_unavailable`), as for the local agent.
+(`output_unavailable`), as for the local agent. A tool call's content comes from what its
+tool noted (watched.py); a client terminal it runs in is shown as soon as it exists, and the
+command waits (bounded) until that update went out, so the client has it before its release.
 
 An approval is queued behind the tool call it is for, then asked in its own task (owned by
 the prompt, bounded by the approval's expiry); the broker stays the judge of expiry and of
@@ -24,6 +26,7 @@ from anyio.abc import TaskGroup
 
 from magi_code import limits
 from magi_code.acp import updates
+from magi_code.acp.watched import Call, Calls
 from magi_code.redact import redact
 from magi_code.runner.events import (
     Activity,
@@ -47,6 +50,14 @@ class Ask:
 
 
 @dataclass
+class Awaited:
+    """An update whose sender is waited for (`sent` is set once it went out, or was lost)."""
+
+    update: Any
+    sent: anyio.Event = field(default_factory=anyio.Event)
+
+
+@dataclass
 class Message:
     sent: str = ""  # what the client has of this message, in order
     reconciled: str = ""
@@ -63,7 +74,10 @@ class PromptRun:
     open_tool: str | None = None  # the started tool call the next approval is for
     broken: bool = False
     messages: dict[str, Message] = field(default_factory=dict)
-    failure: str = ""  # the last diagnostic's detail (a provider failure as told to a person)
+    failure: Diagnostic | None = None  # the last diagnostic: why a failed run failed
+
+    calls: Calls = field(default_factory=Calls)  # what the turn's tools noted (watched.py)
+    shown: dict[str, Call] = field(default_factory=dict)  # running tool calls' notes
 
     def __post_init__(self) -> None:
         self.send, self.receive = anyio.create_memory_object_stream[Any](limits.WORKER_EVENTS)
@@ -75,15 +89,20 @@ class PromptRun:
         async with self.receive:
             async for item in self.receive:
                 if self.broken:
+                    if isinstance(item, Awaited):
+                        item.sent.set()
                     continue
                 if isinstance(item, Ask):
                     assert self.asks is not None
                     self.asks.start_soon(self.ask, item)
                     continue
+                update = item.update if isinstance(item, Awaited) else item
                 try:
-                    await self.client.session_update(session_id=self.session_id, update=item)
+                    await self.client.session_update(session_id=self.session_id, update=update)
                 except Exception:  # noqa: BLE001 - a client gone or refusing: output is lost
                     self.broken = True
+                if isinstance(item, Awaited):
+                    item.sent.set()
 
     async def put(self, item: Any) -> None:
         if self.broken:
@@ -114,11 +133,18 @@ class PromptRun:
         if isinstance(event, MessageReconcile):
             await self.reconcile(event)
         elif isinstance(event, Activity):
-            if event.kind == "tool":
-                self.open_tool = event.activity_id if event.state == "started" else None
-            await self.put(updates.activity_update(event))
+            call = None
+            if event.kind == "tool" and event.state == "started":
+                self.open_tool = event.activity_id
+                call, self.calls.last = self.calls.last, None
+                if call is not None:
+                    self.shown[event.activity_id] = call
+            elif event.kind == "tool":
+                self.open_tool = None
+                call = self.shown.pop(event.activity_id, None)
+            await self.put(updates.activity_update(event, call))
         elif isinstance(event, Diagnostic):
-            self.failure = event.detail or self.failure
+            self.failure = event
             await self.put(updates.diagnostic_update(event))
         # input.persisted: the client shows the prompt itself; run.finished: the response
 
@@ -131,6 +157,18 @@ class PromptRun:
             if missing:
                 await self.put(update_agent_message_text(missing))
                 message.sent = message.reconciled
+
+    async def terminal(self, terminal_id: str) -> None:
+        """The open tool call runs in this client terminal: show it there now, before the
+        terminal is released (waiting at most CLEANUP_WAIT_MS for it to be sent)."""
+        call = self.shown.get(self.open_tool) if self.open_tool is not None else None
+        if call is None or self.open_tool is None:
+            return
+        call.terminal = terminal_id
+        shown = Awaited(updates.terminal_update(self.open_tool, terminal_id))
+        await self.put(shown)
+        with anyio.move_on_after(limits.CLEANUP_WAIT_MS / 1000):
+            await shown.sent.wait()
 
     # ---- approvals -----------------------------------------------------------------------
 
