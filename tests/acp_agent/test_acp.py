@@ -358,3 +358,24 @@ def test_a_session_has_its_melchior_tools(workspace: Path, home: Path) -> None:
             assert [u.status for u in ended] == ["completed"], ended
 
     run(scenario)
+
+
+def test_a_turn_past_its_model_requests_stops_with_max_turn_requests(
+    workspace: Path, home: Path
+) -> None:
+    """A stop ACP has a reason for (here `[turn] max_rounds`) ends the prompt with that reason,
+    not an error; the session goes on."""
+    home.mkdir()
+    (home / "settings.toml").write_text("[turn]\nmax_rounds = 1\n")
+
+    async def scenario() -> None:
+        async with agent(workspace, home) as (conn, _):
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            looping = script({"tools": [{"name": "list_dir", "arguments": {"path": "."}}]})
+            done = await conn.prompt(session_id=session.session_id, prompt=[text_block(looping)])
+            assert done.stop_reason == "max_turn_requests"
+            again = script({"text": "still here"})
+            after = await conn.prompt(session_id=session.session_id, prompt=[text_block(again)])
+            assert after.stop_reason == "end_turn"
+
+    run(scenario)

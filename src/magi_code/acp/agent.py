@@ -53,12 +53,21 @@ from magi_code.sessions import (
 )
 
 if TYPE_CHECKING:
+    from acp.schema import StopReason
+
     from magi_code.mcp.manager import McpManager
     from magi_code.providers.base import ImagePart
     from magi_code.runner.agents import SessionAgents
     from magi_code.tools.sandbox.modes import Sandbox
 
 VERSION = "0.1.0"
+# A failed run whose diagnostic names a stop ACP has a reason for ends the prompt with it.
+# (`refused` is not here: the code is also an HTTP 4xx failure's, which is an error.)
+STOPPED_BY: dict[str, StopReason] = {
+    "content_filtered": "refusal",
+    "output_limit": "max_tokens",
+    "round_limit": "max_turn_requests",
+}
 
 
 def failure(code: str) -> RequestError:
@@ -333,13 +342,11 @@ class MagiAgent:
         control = session.control = TurnControl()
         session.ended = anyio.Event()
         try:
-            finished = await self.run(session, text, control, images)
+            stop_reason = await self.run(session, text, control, images)
         finally:
             session.control = None
             session.ended.set()
-        if finished.outcome == "completed":
-            return PromptResponse(stop_reason="end_turn")
-        return PromptResponse(stop_reason="cancelled")
+        return PromptResponse(stop_reason=stop_reason)
 
     async def run(
         self,
@@ -347,7 +354,8 @@ class MagiAgent:
         text: str,
         control: TurnControl,
         images: tuple[ImagePart, ...] = (),
-    ) -> Any:
+    ) -> StopReason:
+        """Run one prompt; how it stopped, or the failure a person can act on (raised)."""
         from magi_code.acp.host import host_io
         from magi_code.acp.watched import Watched
         from magi_code.mcp.tool import mcp_tools
@@ -393,9 +401,14 @@ class MagiAgent:
                 )
                 asks.cancel_scope.cancel()  # approvals still asked are denied already
             await run.close()  # the sender drains what is queued, then ends
-        if finished.outcome == "failed":  # what the person can act on, and its class
-            raise updates.run_failure(finished.error_code or "execution_failed", run.failure)
-        return finished
+        if finished.outcome == "completed":
+            return "end_turn"
+        if finished.outcome != "failed":
+            return "cancelled"
+        stopped = STOPPED_BY.get(run.failure.code) if run.failure is not None else None
+        if stopped is not None:  # a stop ACP names (its diagnostic said why)
+            return stopped
+        raise updates.run_failure(finished.error_code or "execution_failed", run.failure)
 
     async def cancel(self, session_id: str, **_: Any) -> None:
         session = self.sessions.get(session_id)
