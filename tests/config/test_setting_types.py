@@ -114,6 +114,7 @@ SAMPLE: dict[str, Any] = {
     "shell": {"env_keep": ["MY_TOOL_*"]},
     "subagents": {"max_concurrent": 2, "max_depth": 1},
     "turn": {"max_rounds": 50},
+    "ui": {"notify": True},
     "web": {"search": False, "allow_private": False},
     "network": {
         "proxy": "http://proxy.example:3128",

@@ -360,28 +360,23 @@ async def test_status_and_unknown_commands(driver: Driver, workspace: Path) -> N
     assert len(kinds(driver, "user")) == 1  # neither command reached the model
 
 
-async def test_bang_runs_a_shell_command_through_the_shell_tool_and_its_approval(
+async def test_bang_is_the_persons_own_command_unasked_and_goes_with_the_next_prompt(
     driver: Driver, workspace: Path
 ) -> None:
     app = MissionControl(driver)
     async with app.run_test(size=SIZE) as pilot:
-        await type_and_send(pilot, app, "!echo made > made.txt")
-        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
-        screen = app.screen
-        assert isinstance(screen, ApprovalScreen) and screen.approval.preview is not None
-        assert "$ echo made > made.txt" in screen.approval.preview.body
-        await pilot.pause(APPROVAL_ARM_MS / 1000 + 0.05)
-        await pilot.press("y")
-        await until(pilot, lambda: idle(app))
-        assert app.query_one(ToolCard).state == "completed"
-        await type_and_send(pilot, app, "!touch denied.txt")
-        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
-        await pilot.pause(APPROVAL_ARM_MS / 1000 + 0.05)
-        await pilot.press("n")
-        await until(pilot, lambda: idle(app))
+        await type_and_send(pilot, app, "!echo made > made.txt; echo printed; exit 3")
+        await until(pilot, lambda: idle(app) and app.query(ToolCard))
+        assert not isinstance(app.screen, ApprovalScreen)  # never asked
+        card = app.query_one(ToolCard)
+        assert card.state == "failed" and card.summary == "exit status 3"
+        assert driver.attachment is None or not driver.attachment.durable  # nothing sent yet
+        await type_and_send(pilot, app, "what did it say?")
+        await until(pilot, lambda: ended(app, driver))
     assert (workspace / "made.txt").read_text() == "made\n"
-    assert not (workspace / "denied.txt").exists()
-    assert driver.attachment is None or not driver.attachment.durable  # nothing recorded
+    [sent] = [str(r["text"]) for r in kinds(driver, "user")]
+    assert "echo made > made.txt; echo printed; exit 3` myself; exit status 3" in sent
+    assert "printed\n" in sent and sent.endswith("\n\nwhat did it say?")
 
 
 async def test_approval_modes_widen_asks_but_never_a_settings_deny(
@@ -554,7 +549,7 @@ async def test_full_mode_still_asks_for_a_protected_path(driver: Driver, workspa
     assert not (workspace / ".git").exists()
 
 
-async def test_new_starts_another_session_and_clear_only_clears_the_screen(
+async def test_new_and_clear_start_another_session_and_the_old_one_stays(
     driver: Driver,
 ) -> None:
     app = MissionControl(driver)
@@ -563,15 +558,16 @@ async def test_new_starts_another_session_and_clear_only_clears_the_screen(
         await until(pilot, lambda: ended(app, driver))
         first = driver.attachment.session_id if driver.attachment else ""
         await type_and_send(pilot, app, "/clear")
-        await until(pilot, lambda: not app.query(UserMessage))
-        assert driver.attachment is not None and driver.attachment.session_id == first
-        await type_and_send(pilot, app, "/new")
-        await until(pilot, lambda: "New session" in notices(app))
+        await until(pilot, lambda: not app.query(UserMessage) and "New session" in notices(app))
+        assert driver.attachment is not None and driver.attachment.session_id != first
         await type_and_send(pilot, app, "second")
         await until(pilot, lambda: ended(app, driver))
-        assert driver.attachment is not None and driver.attachment.session_id != first
-    assert [r["text"] for r in kinds(driver, "user")] == ["second"]
-    assert len(list(driver.store.directory.glob("*.jsonl"))) == 2
+        second = driver.attachment.session_id
+        await type_and_send(pilot, app, "/new")
+        await until(pilot, lambda: driver.attachment and driver.attachment.session_id != second)
+    assert [r["text"] for r in kinds(driver, "user")] == []
+    assert len(list(driver.store.directory.glob("*.jsonl"))) == 2  # the last one has no file yet
+    assert first in [row.session_id for row in driver.sessions()]
 
 
 async def test_diff_outside_a_git_work_tree_says_so(driver: Driver) -> None:

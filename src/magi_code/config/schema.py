@@ -112,6 +112,7 @@ SETTINGS: dict[str, Shape] = {
     "shell": {"env_keep": STRINGS},
     "subagents": {"max_concurrent": COUNT, "max_depth": COUNT},
     "turn": {"max_rounds": POSITIVE},  # model requests one turn makes (runner/turn.py)
+    "ui": {"notify": SWITCH},  # Mission Control's bell and terminal notifications
     "web": {"search": SWITCH, "allow_private": SWITCH},
     "network": {"proxy": STRING, "ca_bundle": STRING, "client_cert": STRING, "client_key": STRING},
 }

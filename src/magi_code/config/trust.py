@@ -84,6 +84,8 @@ TOP_LEVEL = {
     "shell": NEVER,  # env_keep: names the tools' environment keeps (runner/environment.py)
     "web": NEVER,  # search, allow_private (tools/web_fetch.py): the user's own choice
     "network": NEVER,  # the proxy and certificates of every request (providers/network.py)
+    "turn": NEVER,  # max_rounds: the cap on a turn's model requests is the user's
+    "ui": NEVER,  # notify: Mission Control's bell and notifications
 }
 PERMISSIONS = {
     "default_read": NARROW,

@@ -5,11 +5,17 @@ drawn once a frame, critical events drawn at once) and answers approvals through
 Turns run as a worker in the app's own event loop, so Esc and Ctrl-C reach `TurnControl`
 directly. Everything about sessions, selection and the runner goes through `Driver`.
 
+Queue: while a turn runs, what is sent waits in the queue (shown above the status line; Up
+at an empty editor takes the last one back) and is acted on in order when the turn ends; the
+read-only commands (commands.AT_ONCE) answer at once. The editor empties as Enter is read, so
+keys typed right after it start the next message.
+
 Outcomes: a turn ends with one line saying how (`completed` is silent, `cancelled` and
 `failed` say so, and a partial reply stays on screen as it was). `--prompt` runs one turn and
 exits 0 (completed), 1 (failed) or 130 (cancelled).
 """
 
+import time
 from pathlib import Path
 from typing import ClassVar
 
@@ -20,7 +26,7 @@ from textual import work
 from textual._time import get_time
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from magi_code.limits import PROMPT_BYTES, QUIT_CONFIRM_MS, UI_FRAME_MS
@@ -40,6 +46,7 @@ from magi_code.mission_control.widgets import (
     AssistantMessage,
     Notice,
     PromptArea,
+    QueuedMessage,
     Reasoning,
     ToolCard,
     UserMessage,
@@ -58,6 +65,9 @@ from magi_code.runner.turn import TurnControl
 from magi_code.sessions import SessionError
 from magi_code.tools.sandbox.settings import MODES as SANDBOX_MODES
 
+NOTIFY_AFTER_S = 10  # a turn that ran longer notifies at its end when the terminal is unfocused
+NOTIFY_CHARS = 120  # of a notification's text
+SESSION_PROMPT_CHARS = 80  # of a session's first prompt in the resume picker
 EXIT_CODES = {"completed": 0, "failed": 1, "cancelled": 130}
 
 CSS = """
@@ -77,6 +87,8 @@ Screen:inline { height: 100vh; border-top: none; border-bottom: none; }
 .tool { border: none; padding: 0; background: $surface; }
 .tool.failed CollapsibleTitle { color: $error; }
 Collapsible > Contents { padding: 0 0 0 2; }
+#queue { height: auto; max-height: 6; }
+.queued { color: $text-muted; padding: 0 1; }
 #status { height: 1; background: $panel; color: $text-muted; padding: 0 1; }
 #prompt { height: auto; min-height: 3; max-height: 12; border: round $accent; }
 #prompt:focus { border: round $accent-lighten-1; }
@@ -125,11 +137,13 @@ class MissionControl(App[int]):
         self.state = "idle"
         self.hint = ""  # a passing word in the status line
         self.transcript: list[RenderableType] = []
+        self.turn_started = 0.0
 
     # ---- layout ----------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         yield VerticalScroll(id="log")
+        yield Vertical(id="queue")
         yield Static("", id="status")
         yield PromptArea(id="prompt", soft_wrap=True, show_line_numbers=False)
 
@@ -166,8 +180,10 @@ class MissionControl(App[int]):
         tally, window = self.driver.tally, self.driver.context_window()
         share = min(100, round(100 * tally.context / window)) if window else 0
         mode = self.driver.grants.mode
+        waiting = len(self.queued)
+        state = self.hint or self.state + (f" · {waiting} queued" if waiting else "")
         self.query_one("#status", Static).update(  # what matters most first: narrow terminals
-            f"{self.hint or self.state} · {self.driver.provider}/{self.driver.model} · "
+            f"{state} · {self.driver.provider}/{self.driver.model} · "
             f"context {share}% of {window:,} · "
             f"tokens {tally.session_input:,} in {tally.session_output:,} out · approvals: {mode}"
             f" · sandbox: {self.driver.sandbox.mode}"
@@ -191,6 +207,7 @@ class MissionControl(App[int]):
                 await self.add(Reasoning(entry.text))
             else:
                 await self.say(entry.text, "warning" if entry.kind == "diagnostic" else "info")
+        self.call_after_refresh(self.log_view.scroll_end, animate=False)  # where it was left
 
     # ---- the runner's emitter --------------------------------------------------------------
 
@@ -264,12 +281,26 @@ class MissionControl(App[int]):
                 approval.allow_session()
             elif answer == "deny":
                 approval.answer(False)
-            if answer in ("once", "session", "deny"):
+            elif answer == "note":
+                approval.deny_with(screen.note or "")
+            if answer in ("once", "session", "deny", "note"):
                 self.set_focus(self.query_one(PromptArea))
             if answer == "expired":
                 self.call_later(self.say, "The approval expired: denied.", "warning")
 
         self.push_screen(screen, answered)
+        self.notify_person(f"magi-code asks: {approval.summary}")
+
+    def notify_person(self, said: str) -> None:
+        """A bell and a desktop notification (OSC 9, OSC 777) where the terminal shows them,
+        unless `[ui] notify = false`."""
+        ui = self.driver.admitted.settings.get("ui", {})
+        if isinstance(ui, dict) and ui.get("notify") is False:
+            return
+        self.bell()
+        said = "".join(c for c in said if c.isprintable() and c != ";")[:NOTIFY_CHARS]
+        if self._driver is not None:
+            self._driver.write(f"\x1b]9;{said}\x07\x1b]777;notify;magi-code;{said}\x07")
 
     async def flush(self) -> None:
         streamed = False
@@ -283,22 +314,26 @@ class MissionControl(App[int]):
     # ---- turns -----------------------------------------------------------------------------
 
     def start_turn(self, prompt: str) -> None:
+        self.turn_started = get_time()
         self.control = TurnControl()
         self.state = "running"
         self.refresh_status()
         self.run_turn(prompt, self.control)
 
-    @work(group="turn", exit_on_error=False)
-    async def run_shell(self, command: str) -> None:
-        control = self.control = TurnControl()  # Esc and Ctrl-C stop it like a turn
+    def start_shell(self, command: str) -> None:
+        self.control = TurnControl()  # Esc and Ctrl-C stop it like a turn
         self.state = "running"
         self.refresh_status()
+        self.run_shell(command, self.control)
+
+    @work(group="turn", exit_on_error=False)
+    async def run_shell(self, command: str, control: TurnControl) -> None:
         await self.add(UserMessage(f"!{command}"))
         card = self.last_card = ToolCard("shell", command)
         await self.add(card)
         try:
             with anyio.CancelScope() as control.scope:
-                outcome = await self.driver.shell(command, self)
+                outcome = await self.driver.shell(command)
                 card.update_state("completed" if outcome.ok else "failed", outcome.summary)
                 card.show_output(outcome.output, None)
                 card.collapsed = False
@@ -313,6 +348,8 @@ class MissionControl(App[int]):
             self.refresh_status()
         if self.leaving is not None:
             self.exit(self.leaving)
+        else:
+            await self.send_queued()
 
     @work(group="turn", exit_on_error=False)
     async def run_turn(self, prompt: str, control: TurnControl) -> None:
@@ -355,10 +392,14 @@ class MissionControl(App[int]):
         if tally.turn_input or tally.turn_output:
             await self.say(f"tokens this turn: {tally.turn_input:,} in, {tally.turn_output:,} out")
         self.refresh_status()
+        if get_time() - self.turn_started > NOTIFY_AFTER_S and not self.app_focus:
+            self.notify_person(f"magi-code: the turn {finished.outcome}")
         if self.leaving is not None:
             self.exit(self.leaving)
         elif self.one_shot is not None:
             self.exit(EXIT_CODES.get(finished.outcome, 1))
+        else:
+            await self.send_queued()
 
     # ---- leaving ---------------------------------------------------------------------------
 
@@ -366,6 +407,10 @@ class MissionControl(App[int]):
         self, result: int | None = None, return_code: int = 0, message: RenderableType | None = None
     ) -> None:
         self.transcript = self.scrollback()
+        attachment = self.driver.attachment
+        if attachment is not None and attachment.durable:
+            said = f"session {attachment.session_id} · continue it: magi-code resume "
+            self.transcript.append(Text(said + attachment.session_id, style="bold"))
         super().exit(result, return_code, message)
 
     def scrollback(self) -> list[RenderableType]:
@@ -437,7 +482,9 @@ class MissionControl(App[int]):
             "error",
         )
 
-    def on_prompt_area_recall(self, message: PromptArea.Recall) -> None:
+    async def on_prompt_area_recall(self, message: PromptArea.Recall) -> None:
+        if message.step < 0 and await self.unqueue_last():
+            return
         if self.recall is None:
             self.recall = self.driver.prompt_history()  # what this process sent is stored too
             self.recall_at = len(self.recall)
@@ -459,21 +506,34 @@ class MissionControl(App[int]):
             prompt.insert(completed)
 
     async def on_prompt_area_submitted(self, message: PromptArea.Submitted) -> None:
+        """The editor is already empty: a refused text goes back into it, ahead of anything
+        typed since; while a turn runs, all but the read-only commands wait in the queue."""
         text = message.text
-        if not text.strip():
-            return
+        self.quit_armed_at = None
         size = utf8_size(text)
         if size > PROMPT_BYTES:
+            prompt = self.query_one(PromptArea)
+            prompt.text = text + prompt.text
             await self.say(
                 f"Not sent: the prompt is {size:,} bytes; the limit is {PROMPT_BYTES:,}.", "error"
             )
             return
         command = commands.parse(text)
-        if self.control is not None and (command is None or command.name not in ("help", "quit")):
-            await self.say("A turn is running: Esc stops it.", "warning")
-            return
-        self.query_one(PromptArea).clear()
-        self.quit_armed_at = None
+        if self.control is None and not self.queued:
+            await self.dispatch(text)
+        elif command is not None and command.name in commands.AT_ONCE:
+            await self.command(command)
+        else:
+            await self.query_one("#queue", Vertical).mount(QueuedMessage(text))
+            self.refresh_status()
+
+    @property
+    def queued(self) -> list[QueuedMessage]:
+        return list(self.query_one("#queue", Vertical).query(QueuedMessage))
+
+    async def dispatch(self, text: str) -> None:
+        """Act on one submitted text: a command, `!command` or a prompt."""
+        command = commands.parse(text)
         if command is not None:
             await self.command(command)
             return
@@ -481,9 +541,28 @@ class MissionControl(App[int]):
             self.recall.append(text)
             self.recall_at = len(self.recall)
         if text.startswith("!") and text[1:].strip():
-            self.run_shell(text[1:].strip())
+            self.start_shell(text[1:].strip())
             return
         self.start_turn(text)
+
+    async def send_queued(self) -> None:
+        """The turn ended: queued messages are acted on in order until one starts a turn."""
+        while self.control is None and self.leaving is None and self.queued:
+            first = self.queued[0]
+            await first.remove()
+            self.refresh_status()
+            await self.dispatch(first.text)
+
+    async def unqueue_last(self) -> bool:
+        """Up at an empty editor: the last queued message comes back to be edited or removed."""
+        prompt, waiting = self.query_one(PromptArea), self.queued
+        if prompt.text or not waiting:
+            return False
+        await waiting[-1].remove()
+        prompt.text = waiting[-1].text
+        prompt.move_cursor(prompt.document.end)
+        self.refresh_status()
+        return True
 
     # ---- commands --------------------------------------------------------------------------
 
@@ -493,14 +572,16 @@ class MissionControl(App[int]):
             await self.say(f"Unknown command /{command.word}: /help lists them.", "error")
         elif name == "help":
             await self.say(commands.help_text())
-        elif name == "quit":
+        elif name in ("quit", "exit"):
             self.leave(0)
-        elif name == "clear":
-            await self.log_view.remove_children()
-        elif name == "new":
+        elif name in ("clear", "new"):  # the old conversation stays resumable
             await self.log_view.remove_children()
             session_id = self.driver.new_session()
             await self.say(f"New session {session_id}")
+        elif name == "fork":
+            await self.fork()
+        elif name == "mcp":
+            await self.say("MCP servers: " + (", ".join(self.driver.mcp_servers()) or "none"))
         elif name == "status":
             await self.say(self.status_text())
         elif name == "init":
@@ -510,7 +591,7 @@ class MissionControl(App[int]):
         elif name == "compact":
             self.state = "compacting"
             self.refresh_status()
-            await self.say(await self.driver.compact(self))
+            await self.say(await self.driver.compact(self, command.argument))
             self.state = "idle"
         elif name == "model":
             self.pick_model(command.argument)
@@ -519,6 +600,18 @@ class MissionControl(App[int]):
         elif name == "permissions":
             self.pick_mode(command.argument)
         self.refresh_status()
+
+    async def fork(self) -> None:
+        before = self.driver.attachment.session_id if self.driver.attachment else ""
+        try:
+            forked = self.driver.fork()
+        except (OSError, SessionError, ValueError):
+            await self.say("The conversation could not be copied: nothing changed.", "error")
+            return
+        if forked is None:
+            await self.say("Nothing to fork yet: send a prompt first.", "warning")
+            return
+        await self.say(f"Forked into session {forked}; {before} stays as it was.")
 
     async def show_diff(self) -> None:
         found = await self.driver.diff()
@@ -583,12 +676,29 @@ class MissionControl(App[int]):
                 return
             await self.say(f"Model: {provider} / {model}")
             self.refresh_status()
+            if self.driver.efforts() and not argument:
+                self.pick_effort()
 
         if argument:
             match = [key for key, _ in options if key.endswith("\t" + argument)]
             self.call_later(chosen, match[0] if match else "\t" + argument)
             return
-        self.push_screen(PickerScreen("Model", options), chosen)
+        current = f"{self.driver.provider}\t{self.driver.model}"
+        self.push_screen(PickerScreen("Model", options, current=current), chosen)
+
+    def pick_effort(self) -> None:
+        """The reasoning effort, for a model whose wire carries one; it opens on the current."""
+        options = [("", "the provider's default")]
+        options += [(level, f"reasoning effort: {level}") for level in self.driver.efforts()]
+
+        async def chosen(level: str | None) -> None:
+            if level is None:
+                return
+            self.driver.set_thinking(level or None)
+            await self.say(f"Reasoning effort: {level or 'the default'}")
+
+        current = self.driver.thinking or ""
+        self.push_screen(PickerScreen("Reasoning effort", options, current=current), chosen)
 
     def pick_session(self, argument: str) -> None:
         async def chosen(session_id: str | None) -> None:
@@ -603,7 +713,9 @@ class MissionControl(App[int]):
         if not rows:
             self.notify("No stored sessions.")
             return
-        self.push_screen(PickerScreen("Resume a session", [session_row(r) for r in rows]), chosen)
+        now = time.time()
+        listed = [session_row(row, now) for row in rows]
+        self.push_screen(PickerScreen("Resume a session", listed, searchable=True), chosen)
 
     async def resume(self, session_id: str) -> None:
         try:
@@ -650,13 +762,28 @@ class MissionControl(App[int]):
         self.push_screen(PickerScreen("Approval or sandbox mode", options), chosen)
 
 
-def session_row(row: StoredRow) -> tuple[str, str]:
-    from datetime import datetime
-
-    when = datetime.fromtimestamp(row.mtime_ns / 1e9).strftime("%Y-%m-%d %H:%M")
+def session_row(row: StoredRow, now: float) -> tuple[str, str]:
     where = "" if row.here else "  (other workspace)"
-    label = f"{when}  {row.model or '?':<16} {row.size:>8} B  {row.first_prompt or '-'}{where}"
-    return row.session_id, label
+    first = " ".join((row.first_prompt or "-").split())[:SESSION_PROMPT_CHARS]
+    age, size = human_age(now - row.mtime_ns / 1e9), human_size(row.size)
+    return row.session_id, f"{age:>8}  {size:>7}  {row.model or '?':<16} {first}{where}"
+
+
+def human_age(seconds: float) -> str:
+    """`just now`, `5 min ago`, `3 h ago`, `2 d ago`."""
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit} ago"
+    return "just now"
+
+
+def human_size(size: int) -> str:
+    """`812 B`, `3.4 KB`, `1.2 MB`."""
+    if size < 1000:
+        return f"{size} B"
+    if size < 1_000_000:
+        return f"{size / 1000:.1f} KB"
+    return f"{size / 1_000_000:.1f} MB"
 
 
 def trust_word(trusted: bool) -> str:

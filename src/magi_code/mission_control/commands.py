@@ -10,7 +10,7 @@ from dataclasses import dataclass
 COMMANDS: dict[str, str] = {
     "help": "the keys and these commands",
     "new": "start a new session",
-    "clear": "clear the screen (the session goes on)",
+    "clear": "start a new conversation (as /new; the old one stays resumable)",
     "resume": "pick a stored session to continue",
     "model": "pick the model for this session",
     "compact": "summarize the earlier conversation now",
@@ -19,17 +19,22 @@ COMMANDS: dict[str, str] = {
     "diff": "the workspace's git diff",
     "init": "ask the model to write a starter AGENTS.md for this workspace",
     "permissions": "approval mode: ask, edits (edits allowed) or full (all allowed)",
+    "fork": "copy the conversation so far into a new session and go on there",
+    "mcp": "the MCP servers in use",
     "quit": "leave Mission Control",
+    "exit": "leave Mission Control (as /quit)",
 }
+AT_ONCE = frozenset({"help", "status", "diff", "mcp", "quit", "exit"})  # even during a turn
 
 KEYS: list[tuple[str, str]] = [
-    ("Enter", "send"),
+    ("Enter", "send; during a turn, queue it (sent when the turn ends)"),
+    ("Up at an empty prompt", "take the last queued message back to edit or remove"),
     ("Shift+Enter, Alt+Enter, Ctrl+J", "new line"),
     ("Up / Down", "earlier prompts of this workspace (on the first / last line)"),
     ("Esc, Ctrl+C", "stop the running turn"),
     ("Ctrl+C twice, Ctrl+D", "quit (at an empty prompt)"),
     ("y / a / n", "an approval: allow once / allow for this session / deny"),
-    ("!command", "run a shell command through the shell tool and its permissions"),
+    ("!command", "run your own shell command (no approval; its output goes with your next prompt)"),
     ("@path", "Tab completes a file path of the workspace"),
 ]
 

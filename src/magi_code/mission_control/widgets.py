@@ -145,9 +145,21 @@ class ToolCard(Collapsible):
             self.body.update(Text(output))
 
 
+class QueuedMessage(Static):
+    """A message typed while a turn runs, waiting for it to end (Up takes it back to edit)."""
+
+    def __init__(self, text: str) -> None:
+        first = text.splitlines()[0] if text.strip() else text
+        more = " …" if "\n" in text.strip() else ""
+        super().__init__(Text("queued › ", style="bold yellow") + Text(first + more))
+        self.add_class("queued")
+        self.text = text
+
+
 class PromptArea(TextArea):
-    """The prompt editor: Enter sends; Shift+Enter, Alt+Enter or Ctrl+J add a line; a paste
-    stays one message, refused whole when the prompt would outgrow PROMPT_BYTES."""
+    """The prompt editor: Enter sends (the editor empties at once); Shift+Enter, Alt+Enter or
+    Ctrl+J add a line; a paste stays one message, refused whole when the prompt would outgrow
+    PROMPT_BYTES."""
 
     NEWLINE_KEYS = frozenset({"shift+enter", "alt+enter", "ctrl+j", "ctrl+enter"})
 
@@ -173,7 +185,10 @@ class PromptArea(TextArea):
         if event.key == "enter":
             event.stop()
             event.prevent_default()
-            self.post_message(self.Submitted(self.text))
+            if self.text.strip():  # taken at once: keys typed after Enter start the next one
+                text = self.text
+                self.clear()
+                self.post_message(self.Submitted(text))
             return
         if event.key in self.NEWLINE_KEYS:
             event.stop()

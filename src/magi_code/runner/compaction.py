@@ -23,6 +23,15 @@ SUMMARY_INSTRUCTIONS = (
     "complete but brief; do not address the user."
 )
 SUMMARY_PREFIX = "[Summary of the earlier conversation]\n"
+SUMMARY_REQUEST = "Summarize the conversation above."
+
+
+def summary_request(focus: str = "") -> str:
+    """The last message of a summary request; `focus` is the person's own instructions for
+    it (`/compact TEXT`)."""
+    if not focus.strip():
+        return SUMMARY_REQUEST
+    return f"{SUMMARY_REQUEST} The user's instructions for this summary:\n{focus.strip()}"
 
 
 def item_bytes(item: Item) -> int:

@@ -5,12 +5,15 @@ made from that loop (the protocol thread marshals into it, e.g. `from_thread.run
 there is no lock: the first `answer` for a live id wins and every later one loses.
 
 Rules:
-- Only an explicit allow authorizes. Expiry, `deny_all` (disconnect, cancel) and cancellation
-  of the waiting task all deny.
+- Only an explicit allow authorizes. A denial may carry the person's note (what to do
+  instead), which `decide` returns for the model to read. Expiry, `deny_all` (disconnect,
+  cancel) and cancellation of the waiting task all deny.
 - An id is live from just before its announcement until its waiter returns; it is never live
   again (ids are fresh UUIDs), so a wrong, expired, answered or cancelled id gets False, which
   the protocol reports as `stale_approval`.
 - Cancellation of `request` is never swallowed: the id dies and the cancellation propagates.
+- `expiry_ms=None` (Mission Control: a person at the screen) never expires; its announcement
+  says 0 ms left. The local agent keeps APPROVAL_EXPIRY_MS.
 - What a live approval is for (`asked`: the tool, what it would touch, its arguments) is there
   for a face that answers by rule (`exec --approval-mode`) or shows a diff (ACP); the
   announcement itself carries only the safe summary.
@@ -25,6 +28,7 @@ from magi_code.ids import uuid4
 from magi_code.limits import APPROVAL_EXPIRY_MS
 from magi_code.records import field, record
 from magi_code.tools.base import Access
+from magi_code.tools.limits import APPROVAL_NOTE_CHARS
 from magi_code.tools.summaries import safe_summary
 
 Announce = Callable[[str, str, int], Awaitable[None]]  # (approval_id, summary, expires_in_ms)
@@ -44,12 +48,19 @@ class Asked:
     outside_sandbox: bool = False  # to run again, outside the sandbox, what it refused
 
 
+@record
+class Decision:
+    allow: bool
+    note: str = ""  # the person's word with a denial: what to do instead
+
+
 @record(frozen=False)
 class _Pending:
     deadline: float  # anyio clock
     asked: Asked | None = None
     decided: anyio.Event = field(default_factory=anyio.Event)
     allow: bool = False
+    note: str = ""
 
 
 class ApprovalBroker:
@@ -57,7 +68,7 @@ class ApprovalBroker:
         self,
         announce: Announce,
         *,
-        expiry_ms: int = APPROVAL_EXPIRY_MS,
+        expiry_ms: int | None = APPROVAL_EXPIRY_MS,
         new_id: Callable[[], str] = _new_id,
     ) -> None:
         self._announce = announce
@@ -72,17 +83,23 @@ class ApprovalBroker:
 
     async def request(self, summary: str, asked: Asked | None = None) -> bool:
         """Announce an approval and wait for its answer; True only for an explicit allow."""
+        return (await self.decide(summary, asked)).allow
+
+    async def decide(self, summary: str, asked: Asked | None = None) -> Decision:
+        """`request`, with the note a denial may carry."""
         if self._closed:
-            return False
+            return Decision(False)
         approval_id = self._new_id()
-        pending = _Pending(anyio.current_time() + self._expiry_ms / 1000, asked)
+        expiry = math.inf if self._expiry_ms is None else self._expiry_ms / 1000
+        pending = _Pending(anyio.current_time() + expiry, asked)
         self._pending[approval_id] = pending
         try:
-            remaining_ms = math.ceil((pending.deadline - anyio.current_time()) * 1000)
-            await self._announce(approval_id, safe_summary(summary), max(0, remaining_ms))
+            remaining = pending.deadline - anyio.current_time()
+            remaining_ms = 0 if math.isinf(remaining) else max(0, math.ceil(remaining * 1000))
+            await self._announce(approval_id, safe_summary(summary), remaining_ms)
             with anyio.CancelScope(deadline=pending.deadline):
                 await pending.decided.wait()
-            return pending.allow
+            return Decision(pending.allow, "" if pending.allow else pending.note)
         finally:
             del self._pending[approval_id]
 
@@ -91,14 +108,15 @@ class ApprovalBroker:
         pending = self._pending.get(approval_id)
         return None if pending is None else pending.asked
 
-    def answer(self, approval_id: str, allow: bool) -> bool:
-        """Record a reply; True only for the one reply that decides a live approval."""
+    def answer(self, approval_id: str, allow: bool, note: str = "") -> bool:
+        """Record a reply (a denial's `note`, cut to APPROVAL_NOTE_CHARS); True only for the
+        one reply that decides a live approval."""
         pending = self._pending.get(approval_id)
         if pending is None or pending.decided.is_set():
             return False
         if anyio.current_time() >= pending.deadline:
             return False
-        pending.allow = allow
+        pending.allow, pending.note = allow, note.strip()[:APPROVAL_NOTE_CHARS]
         pending.decided.set()
         return True
 
