@@ -49,8 +49,9 @@ RUN_CONTENT_BYTES = 8 * 1024 * 1024
 RUN_CONTENT_SEGMENTS = 512
 RUN_ACTIVITY_IDS = 4096
 # Model requests one turn makes (not the spec's): a model that keeps calling tools is stopped
-# there. The `[turn] max_rounds` setting sets another.
-TURN_MODEL_ROUNDS = 200
+# there. Above RUN_CONTENT_SEGMENTS, so that a run may use every segment the spec allows. The
+# `[turn] max_rounds` setting sets another.
+TURN_MODEL_ROUNDS = 1000
 ACTIVITY_INTERNAL_ID_BYTES = 1024
 SUMMARY_BYTES = 1024
 APPROVAL_EXPIRY_MS = 60_000
