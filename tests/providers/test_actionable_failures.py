@@ -276,9 +276,10 @@ def test_acp_says_what_the_provider_said_in_its_message_and_error(
             session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
             with pytest.raises(RequestError) as failed:
                 await conn.prompt(session_id=session.session_id, prompt=[text_block("hi")])
-            data = failed.value.data
-            assert data["code"] == "execution_failed"
-            assert '"bad key"' in data["message"] and "magi-code login anthropic" in data["message"]
+            data, said = failed.value.data, str(failed.value)
+            assert (data["code"], data["failure"]) == ("execution_failed", "auth_failed")
+            assert said.startswith("auth_failed: ")
+            assert '"bad key"' in said and "magi-code login anthropic" in said
             assert "[auth_failed] The provider refused the credentials. (HTTP 401)" in client.text()
             assert "magi-code login anthropic" in client.text()
 
