@@ -116,15 +116,19 @@ def test_cancelled_call_is_cancelled_and_the_connection_stays_usable(
     assert result.ok and result.output == "still here"
 
 
-def test_server_dying_mid_call_fails_the_call_not_the_caller(
+def test_server_dying_mid_call_fails_the_call_and_the_next_one_restarts_it(
     started: McpManager, tmp_path: Path
 ) -> None:
     began = time.monotonic()
-    assert not call(started, "mcp__echo__die", "{}", tmp_path).ok
-    assert not call(started, "mcp__echo__echo", '{"text": "x"}', tmp_path).ok
+    (first,) = started.pids()
+    died = call(started, "mcp__echo__die", "{}", tmp_path)
+    assert not died.ok and "stopped during the call" in died.output
     assert time.monotonic() - began < 5.0
-    (pid,) = started.pids()
-    assert gone_within(pid, 2.0)
+    assert gone_within(first, 2.0)
+    again = call(started, "mcp__echo__echo", '{"text": "x"}', tmp_path)
+    assert again.ok and again.output.endswith("\nx") and "it was restarted" in again.output
+    (second,) = started.pids()
+    assert second != first
 
 
 def test_arguments_must_be_one_json_object(started: McpManager) -> None:

@@ -20,6 +20,9 @@ FAILURES: dict[McpCallFailure, str] = {
     "unreachable": "the connection to the MCP server failed; the next call tries again",
     "session_lost": "the MCP server lost our session and no new one opened; the next call tries "
     "again",
+    "stopped": "the MCP server stopped during the call; the next call starts it again",
+    "failed": "the MCP server stopped and could not be started again; it stays unavailable "
+    "until magi-code restarts",
 }
 
 

@@ -137,8 +137,10 @@ def parse_servers(servers: Mapping[str, Any]) -> dict[str, ServerDef]:
 
 
 def require_approved(servers: Mapping[str, ServerDef], approved: Collection[str]) -> None:
-    if any(server.digest not in approved for server in servers.values()):
-        raise McpUnavailable
+    for server in servers.values():
+        if server.digest not in approved:
+            name = server.name
+            raise McpUnavailable(name, f"it is not approved: run `magi-code mcp approve {name}`")
 
 
 def parse_server(name: object, raw: object) -> ServerDef:

@@ -10,9 +10,18 @@ McpStartupCode = Literal["mcp_unavailable", "startup_cancelled"]
 # Why a tool call has no result: no_result (an error answer, the timeout, the connection
 # closed); over HTTP, too_large (an answer over MESSAGE_BYTES), compressed (a compressed
 # answer), malformed (bad HTTP framing), unreachable (the connection failed), session_lost
-# (the server lost our session and a new one could not be opened).
+# (the server lost our session and a new one could not be opened); over stdio, stopped (the
+# server ended during the call), failed (it ended and could not be restarted, or no restart is
+# left).
 McpCallFailure = Literal[
-    "no_result", "too_large", "compressed", "malformed", "unreachable", "session_lost"
+    "no_result",
+    "too_large",
+    "compressed",
+    "malformed",
+    "unreachable",
+    "session_lost",
+    "stopped",
+    "failed",
 ]
 
 
@@ -24,9 +33,15 @@ class McpStartupError(MagiError):
 
 
 class McpUnavailable(McpStartupError):
-    """An enabled server is unapproved, failed to start, or missed its deadline."""
+    """An enabled server is unapproved, failed to start, or missed its deadline. `server` (its
+    settings name) and `reason` (our words, with its bounded, redacted stderr tail: failures.py)
+    are for a person's face, never for a protocol's wire."""
 
     code: McpStartupCode = "mcp_unavailable"
+
+    def __init__(self, server: str | None = None, reason: str | None = None) -> None:
+        super().__init__()
+        self.server, self.reason = server, reason
 
 
 class McpLoginRequired(McpUnavailable):
@@ -34,8 +49,8 @@ class McpLoginRequired(McpUnavailable):
     never prompts: a terminal face tells the user to run `magi-code mcp login <server>`."""
 
     def __init__(self, server: str) -> None:
-        super().__init__()
-        self.server = server  # the settings name, for the terminal advice; never on the wire
+        super().__init__(server, "it needs a login")
+        self.server: str = server  # the settings name, for the terminal advice; never on the wire
 
 
 class McpCancelled(McpStartupError):

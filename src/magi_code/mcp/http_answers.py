@@ -8,7 +8,8 @@ Rules:
   is refused unread); a server-sent event stream is passed on as it arrives, each event
   bounded at MESSAGE_BYTES, counted the way httpx2's parser counts it (`EventMeter`).
 - An exchange that fails (the connection, bad framing, an answer over the bound or compressed)
-  becomes a 502 carrying a JSON-RPC error of our own, which the SDK gives to the request it
+  becomes a 502 carrying a JSON-RPC error of our own (and the failure as its REFUSED
+  extension, for startup to say why: failures.py), which the SDK gives to the request it
   answers: it fails that call only, never the session. The failed connection is dropped, so
   the next request opens a new one. An event stream failing midway fails as it is (the SDK
   fails the call, or resumes the stream if it can); an event over the bound fails its call.
@@ -32,6 +33,7 @@ from magi_code.mcp.errors import McpCallFailure
 from magi_code.mcp.limits import MESSAGE_BYTES
 
 SESSION_HEADER = "mcp-session-id"
+REFUSED = "magi_code_refused"  # the extension of our stand-in answer: why the exchange failed
 _INTERNAL_ERROR = -32603
 _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 _NULL_ID = re.compile(rb'"id"\s*:\s*null')
@@ -110,7 +112,8 @@ def refused(failure: McpCallFailure) -> httpx2.Response:
     """Our stand-in for an answer that failed: the SDK fails the request it answers with it."""
     note(failure)
     error = {"code": _INTERNAL_ERROR, "message": f"answer refused: {failure}"}
-    return httpx2.Response(502, json={"jsonrpc": "2.0", "id": None, "error": error})
+    answer = {"jsonrpc": "2.0", "id": None, "error": error}
+    return httpx2.Response(502, json=answer, extensions={REFUSED: failure})
 
 
 def media_type(response: httpx2.Response) -> str:

@@ -23,9 +23,11 @@ from mcp.client.streamable_http import streamable_http_client
 from magi_code.config.credentials import CredentialStore
 from magi_code.mcp.definitions import ENV_PREFIX, ServerDef
 from magi_code.mcp.errors import McpUnavailable
-from magi_code.mcp.http_answers import BoundedTransport
+from magi_code.mcp.http_answers import REFUSED, BoundedTransport
 from magi_code.mcp.limits import CALL_TIMEOUT_S, HTTP_TIMEOUT_S, MESSAGE_BYTES
 from magi_code.mcp.oauth import startup_auth
+
+UNSET = "a variable its headers or bearer_token_env name is unset or empty"
 
 
 def resolve_headers(server: ServerDef, env: Mapping[str, str]) -> dict[str, str]:
@@ -35,12 +37,12 @@ def resolve_headers(server: ServerDef, env: Mapping[str, str]) -> dict[str, str]
         if value.startswith(ENV_PREFIX):
             value = env.get(value[len(ENV_PREFIX) :], "")
             if not value:
-                raise McpUnavailable
+                raise McpUnavailable(server.name, UNSET)
         out[key] = value
     if server.bearer_token_env is not None:
         token = env.get(server.bearer_token_env, "")
         if not token:
-            raise McpUnavailable
+            raise McpUnavailable(server.name, UNSET)
         out["Authorization"] = f"Bearer {token}"
     return out
 
@@ -51,9 +53,11 @@ def http_client(
     credentials: CredentialStore | None,
     on_login_needed: Callable[[], None],
     login: httpx2.Auth | None = None,
+    on_error_status: Callable[[int, str | None], None] | None = None,
 ) -> httpx2.AsyncClient:
     """The client of one server; `login` is the interactive auth of `mcp login`, else the
-    stored login is used without prompting."""
+    stored login is used without prompting. `on_error_status` hears each status >= 400, with
+    our word for a failed exchange (http_answers.REFUSED) when the 502 is our stand-in."""
     assert server.url is not None
     headers = resolve_headers(server, env)
     static = any(key.lower() == "authorization" for key in headers)
@@ -64,6 +68,8 @@ def http_client(
     async def on_response(response: httpx2.Response) -> None:
         if response.status_code == 401 and auth is None and not static:
             on_login_needed()
+        if response.status_code >= 400 and on_error_status is not None:
+            on_error_status(response.status_code, response.extensions.get(REFUSED))
 
     return httpx2.AsyncClient(
         headers={**headers, "Accept-Encoding": "identity"},
@@ -85,7 +91,7 @@ def outbound_transport(url: str) -> httpx2.AsyncHTTPTransport:
     try:
         proxy, tls = outbound(url)
     except (NetworkFailure, ValueError):
-        raise McpUnavailable from None
+        raise McpUnavailable(None, "the [network] settings for it cannot be used") from None
     if proxy is None:
         return httpx2.AsyncHTTPTransport(verify=tls)
     over_tls = proxy.startswith("https:")  # an https proxy's certificate is checked alike
@@ -100,10 +106,11 @@ async def open_http(
     credentials: CredentialStore | None,
     on_login_needed: Callable[[], None],
     login: httpx2.Auth | None = None,
+    on_error_status: Callable[[int, str | None], None] | None = None,
 ) -> AsyncIterator[TransportStreams]:
     assert server.url is not None
     async with (
-        http_client(server, env, credentials, on_login_needed, login) as client,
+        http_client(server, env, credentials, on_login_needed, login, on_error_status) as client,
         streamable_http_client(
             server.url, http_client=client, max_sse_event_size=MESSAGE_BYTES
         ) as streams,

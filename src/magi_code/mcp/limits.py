@@ -44,3 +44,13 @@ RESULT_IMAGES = 8
 INSTRUCTIONS_CHARS = 4096
 # Resources one resources/list answers with (every page); the rest are not shown.
 RESOURCES_PER_SERVER = 512
+
+# A stdio server's stderr kept to say why it failed: its last bytes, then its last lines of
+# those; and how long its stderr is read for once the server ended.
+STDERR_TAIL_BYTES = 2048
+STDERR_TAIL_LINES = 20
+STDERR_DRAIN_S = 0.5
+
+# Restarts of one stdio server that stopped after startup, over the life of its manager: one
+# per call that finds it stopped; a stop after the last one, or a failed restart, fails it.
+RESTARTS = 3

@@ -8,8 +8,10 @@ Rules:
 - `start` is synchronous, for a plain worker thread. Every enabled server must be globally
   approved before anything is spawned or requested. It returns once every server is
   connected; the first failure, the deadline, or the caller's cancel event stops it, after
-  every server already started has been closed, with McpUnavailable (McpLoginRequired when an
-  HTTP server needs `magi-code mcp login`) or McpCancelled. It never prompts for login.
+  every server already started has been closed, with McpUnavailable naming the server and why
+  (failures.py; McpLoginRequired when an HTTP server needs `magi-code mcp login`) or
+  McpCancelled. It never prompts for login. With `skip_failed`, a server that fails is left
+  out instead (`failed`: its name and why) and the others are kept.
 - `close` tells every owner at once: a connected one leaves its contexts in order (so an HTTP
   session gets its DELETE, a process its closed stdin) under a deadline of `timeout`; one still
   connecting is cancelled. It waits at most `timeout`, then SIGKILLs what is left.
@@ -34,7 +36,11 @@ Rules:
   owner for a new one (it leaves the old within CLOSE_S, connects, initializes and lists
   within CONNECT_S) and is tried once more on it; a call finding the session gone (the
   transport failed, or the last renewal did) asks for one the same way. A failed exchange
-  alone fails only its call (http_answers.py). A stdio server that ends stays ended.
+  alone fails only its call (http_answers.py).
+- A stdio server that ended after startup is started again (spawn, initialize, list) by the
+  next call that finds it ended, which then runs on it and tells the model so in its result.
+  At most RESTARTS restarts per server; a failed restart, or a stop with none left, fails the
+  server for good (its calls say so). A call during which the server ends fails ("stopped").
 """
 
 import concurrent.futures
@@ -62,6 +68,7 @@ from magi_code.config.credentials import CredentialStore
 from magi_code.config.own_commands import resolved_program, working_folder
 from magi_code.mcp.definitions import ServerDef, parse_servers, require_approved
 from magi_code.mcp.errors import McpCallFailure, McpCancelled, McpLoginRequired, McpUnavailable
+from magi_code.mcp.failures import StderrTail, http_reason, stdio_reason
 from magi_code.mcp.limits import (
     CALL_TIMEOUT_S,
     CANCEL_POLL_S,
@@ -71,6 +78,8 @@ from magi_code.mcp.limits import (
     LIST_PAGES,
     RELIST_WAIT_S,
     RESOURCES_PER_SERVER,
+    RESTARTS,
+    STDIN_GRACE_S,
     TOOLS_PER_SERVER,
 )
 from magi_code.mcp.progress import Progress
@@ -95,6 +104,13 @@ class Connection:
     instructions: str | None = None  # the server's, from initialize, bounded
     has_resources: bool = False  # the server declared the resources capability
     needs_login: bool = False
+    process: Any = None  # a stdio server's current process (anyio.abc.Process)
+    tail: StderrTail = field(default_factory=StderrTail)  # of the current process's stderr
+    http_status: int | None = None  # the last error status an HTTP server answered
+    http_refused: str | None = None  # with it, our word when the exchange itself failed
+    failure: str | None = None  # why the last attempt at a session failed (failures.py)
+    restarts: int = 0  # restarts of a stdio server after startup
+    failed: bool = False  # a stdio server that ended for good: its calls fail at once
     # Touched only in the manager's loop:
     scope: anyio.CancelScope | None = None  # the current session's (its deadline to connect)
     stop: anyio.Event | None = None  # set: leave the current session in order
@@ -131,6 +147,7 @@ class McpManager:
         self._closing = threading.Lock()
         self._portal_cm: contextlib.AbstractContextManager[BlockingPortal] | None = None
         self.portal: BlockingPortal | None = None
+        self.failed: dict[str, str] = {}  # with skip_failed: each left-out server, and why
 
     # ---- the synchronous facade ------------------------------------------------------------
 
@@ -146,6 +163,7 @@ class McpManager:
         connect_s: float = CONNECT_S,
         home: str | None = None,  # MC_HOME, for stored OAuth logins and servers' folders
         project_servers: Collection[str] = (),  # the servers a trusted project defined
+        skip_failed: bool = False,  # leave a server that fails out (`failed`), keep the rest
     ) -> "McpManager":
         """Connect every enabled server of `servers` (raw settings tables), or none."""
         enabled = parse_servers(servers)
@@ -169,7 +187,8 @@ class McpManager:
         for connection in manager.connections.values():
             manager.portal.start_task_soon(manager._own, connection, connect_s)
         try:
-            manager._wait_connected(cancel, time.monotonic() + connect_s + CLOSE_S)
+            deadline = time.monotonic() + connect_s + CLOSE_S
+            manager._wait_connected(cancel, deadline, connect_s, skip_failed)
         except BaseException:
             manager.close(CLOSE_S)
             raise
@@ -266,21 +285,47 @@ class McpManager:
             raise RuntimeError("closed")
         return portal.start_task_soon(*task)
 
-    def _wait_connected(self, cancel: threading.Event | None, deadline: float) -> None:
+    def _wait_connected(
+        self,
+        cancel: threading.Event | None,
+        deadline: float,
+        connect_s: float = CONNECT_S,
+        skip_failed: bool = False,
+    ) -> None:
         # Two threading events cannot be awaited together: wake on progress, poll `cancel`.
-        connections = list(self.connections.values())
         while True:
             if cancel is not None and cancel.is_set():
                 raise McpCancelled
-            failed = [c for c in connections if c.done.is_set()]
-            if any(c.needs_login for c in failed):
-                raise McpLoginRequired(next(c.server.name for c in failed if c.needs_login))
-            if failed or time.monotonic() >= deadline:
-                raise McpUnavailable
-            if all(c.ready.is_set() for c in connections):
+            connections = list(self.connections.values())
+            late = time.monotonic() >= deadline
+            failed = [c for c in connections if c.done.is_set() or (late and not c.ready.is_set())]
+            for connection in failed:
+                name = connection.server.name
+                if connection.needs_login and not skip_failed:
+                    raise McpLoginRequired(name)
+                reason = connection.failure or self._why(connection, None, connect_s)
+                if connection.needs_login:
+                    reason = f"it needs a login: run `magi-code mcp login {name}`"
+                if not skip_failed:
+                    raise McpUnavailable(name, reason)
+                self.failed[name] = reason
+                del self.connections[name]
+                self._stop_one(connection)
+            if all(c.ready.is_set() for c in self.connections.values()):
                 return
             self._changed.wait(CANCEL_POLL_S)
             self._changed.clear()
+
+    def _stop_one(self, connection: Connection) -> None:
+        """End a left-out server's owner (a late one may still be connecting)."""
+        portal = self.portal
+        if portal is not None and not connection.done.is_set():
+            with contextlib.suppress(RuntimeError):
+                portal.call(self._stop_owners, CLOSE_S, [connection])
+            connection.done.wait(CLOSE_S)
+            if not connection.done.is_set() and connection.pid is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(connection.pid, signal.SIGKILL)
 
     # ---- in the manager's loop -------------------------------------------------------------
 
@@ -293,14 +338,18 @@ class McpManager:
             except Exception:
                 if not connection.ready.is_set():
                     raise  # startup failed
-            # An HTTP session lost after startup is opened again when a call asks for one.
-            while connection.ready.is_set() and connection.server.url is not None:
+            # A session lost after startup (an HTTP session, a stdio server's process) is
+            # opened again when a call asks for one.
+            while connection.ready.is_set():
                 await connection.wanted.wait()
                 if connection.stopping:
                     return
                 connection.wanted = anyio.Event()
                 with contextlib.suppress(Exception):  # no session: the next call asks again
                     await self._session(connection, CONNECT_S)
+                if connection.server.url is None and connection.failure is not None:
+                    connection.failed = True  # a stdio server that could not restart
+                    return
         finally:
             connection.session = None
             connection.listed.set()
@@ -314,10 +363,13 @@ class McpManager:
         session for calls until told to leave it (`stop`). The calls waiting for a session
         (`renewal`) are woken once it is open, or once it failed to open."""
         opened = False
+        failure: BaseException | None = None
         with anyio.CancelScope(deadline=anyio.current_time() + connect_s) as scope:
             connection.scope = scope
             if connection.stopping:
                 return
+            connection.failure, connection.http_status, connection.http_refused = None, None, None
+            connection.tail = StderrTail()
             try:
                 async with (
                     self._transport(connection) as (read, write),
@@ -347,10 +399,26 @@ class McpManager:
                         await connection.stop.wait()
                         group.cancel_scope.cancel()
                     connection.session = None  # calls from now on wait for the next one
+            except Exception as exc:
+                failure = exc
+                raise
             finally:
                 connection.session = None
                 if not opened:
+                    connection.failure = self._why(connection, failure, connect_s)
                     self._renewal_ended(connection)
+
+    @staticmethod
+    def _why(connection: Connection, failure: BaseException | None, connect_s: float) -> str:
+        """Why an attempt at a session failed, in a person's words (failures.py)."""
+        if isinstance(failure, McpUnavailable) and failure.reason:
+            return failure.reason
+        if connection.server.url is not None:
+            status, refused = connection.http_status, connection.http_refused
+            return http_reason(status, refused, failure, connect_s)
+        process = connection.process  # no failure: the deadline, and we ended it
+        returncode = None if process is None or failure is None else process.returncode
+        return stdio_reason(returncode, connection.tail, connect_s)
 
     @staticmethod
     def _renewal_ended(connection: Connection) -> None:
@@ -365,8 +433,9 @@ class McpManager:
         if server.url is None:
             env = {**self.env, **server.env}
             folder, program = self._start_place(server, env)
-            async with open_stdio(server, env, folder, program) as (process, read, write):
-                connection.pid = process.pid
+            opened = open_stdio(server, env, folder, program, connection.tail)
+            async with opened as (process, read, write):
+                connection.pid, connection.process = process.pid, process
                 yield read, write
             return
         from magi_code.mcp.http_transport import open_http
@@ -374,7 +443,12 @@ class McpManager:
         def login_needed() -> None:
             connection.needs_login = True
 
-        async with open_http(server, self.source_env, self.credentials, login_needed) as streams:
+        def answered(status: int, refused: str | None) -> None:
+            connection.http_status, connection.http_refused = status, refused
+
+        async with open_http(
+            server, self.source_env, self.credentials, login_needed, on_error_status=answered
+        ) as streams:
             yield streams
 
     def _start_place(self, server: ServerDef, env: Mapping[str, str]) -> tuple[str | None, str]:
@@ -409,10 +483,12 @@ class McpManager:
             if not connection.changed.is_set():
                 connection.listed.set()
 
-    async def _stop_owners(self, timeout: float) -> None:
+    async def _stop_owners(
+        self, timeout: float, connections: list[Connection] | None = None
+    ) -> None:
         """An owner holding a session leaves it in order within `timeout`; one connecting is
-        cancelled; one between sessions ends."""
-        for connection in self.connections.values():
+        cancelled; one between sessions ends. Every owner, or those of `connections`."""
+        for connection in self.connections.values() if connections is None else connections:
             connection.stopping = True
             if connection.wanted is not None:
                 connection.wanted.set()
@@ -430,13 +506,39 @@ class McpManager:
         """`request` on the connection's session: its result, or why there is none."""
         if connection.server.url is not None:
             return await self._on_http_session(connection, request)
+        return await self._on_stdio_session(connection, request)
+
+    async def _on_stdio_session(
+        self, connection: Connection, request: Callable[[ClientSession], Awaitable[Any]]
+    ) -> Any:
         session = connection.session
-        if session is None:
-            return "no_result"
+        restarted = False
+        if _ended(connection) or session is None:
+            if connection.failed or connection.stopping or connection.done.is_set():
+                return "failed" if connection.failed else "no_result"
+            if session is not None:  # the first call to find it ended asks for the restart
+                if connection.restarts >= RESTARTS:
+                    connection.failed = True
+                    return "failed"
+                connection.restarts += 1
+            renewal = self._renew(connection, session)  # or waits for the one under way
+            with anyio.move_on_after(CONNECT_S + CLOSE_S):
+                await renewal.wait()
+            session, restarted = connection.session, True
+            if session is None:
+                return "failed" if connection.failed else "no_result"
         try:
-            return await request(session)
+            result = await request(session)
         except _CALL_ERRORS:
-            return "no_result"
+            with anyio.move_on_after(STDIN_GRACE_S):  # an ending server: see its exit
+                while not _ended(connection):
+                    await anyio.sleep(CANCEL_POLL_S)
+            return "stopped" if _ended(connection) else "no_result"
+        if restarted and isinstance(result, mcp_types.CallToolResult):
+            name = connection.server.name
+            notice = f"[the MCP server {name} had stopped; it was restarted for this call]"
+            result.content.insert(0, mcp_types.TextContent(type="text", text=notice))
+        return result
 
     async def _on_http_session(
         self, connection: Connection, request: Callable[[ClientSession], Awaitable[Any]]
@@ -501,11 +603,11 @@ async def list_tools(session: ClientSession) -> list[mcp_types.Tool]:
         page = await session.list_tools(params=params)
         tools += page.tools
         if len(tools) > TOOLS_PER_SERVER:
-            raise McpUnavailable
+            raise McpUnavailable(None, f"it listed more than {TOOLS_PER_SERVER} tools")
         cursor = page.next_cursor
         if not cursor:
             return tools
-    raise McpUnavailable
+    raise McpUnavailable(None, f"its tool list has more than {LIST_PAGES} pages")
 
 
 def bounded(instructions: str | None) -> str | None:
@@ -534,6 +636,12 @@ async def _decline(
 ) -> mcp_types.ElicitResult:
     """Elicitation: no face here asks its person, so every request is declined."""
     return mcp_types.ElicitResult(action="decline")
+
+
+def _ended(connection: Connection) -> bool:
+    """Whether a stdio server's current process has exited."""
+    process = connection.process
+    return process is not None and process.returncode is not None
 
 
 def _server_env(env: Mapping[str, str]) -> dict[str, str]:

@@ -1,14 +1,16 @@
 """The stdio transport of one MCP server: the process, its pipes, and its bounded shutdown.
 
 Rules:
-- The server starts in a new session (its pid is its process group), with stdin/stdout pipes
-  and stderr to /dev/null: nothing it prints reaches our stderr, and it inherits no other
-  descriptor of ours (close_fds), so never the protocol's.
+- The server starts in a new session (its pid is its process group), with stdin/stdout/stderr
+  pipes: nothing it prints reaches our stderr (its last words are kept, bounded, in a
+  failures.StderrTail, to say why it failed), and it inherits no other descriptor of ours
+  (close_fds), so never the protocol's.
 - Messages are LF-terminated JSON-RPC lines, split on bytes; a line longer than MESSAGE_BYTES
   ends the connection rather than growing a buffer without bound.
 - An error with a null id answers every request still unanswered (unanswered.py).
 - Shutdown, shielded from cancellation: close stdin (the MCP stdio shutdown), wait
-  STDIN_GRACE_S for the exit, then SIGTERM and SIGKILL the whole group.
+  STDIN_GRACE_S for the exit, then SIGTERM and SIGKILL the whole group; then read what is left
+  of its stderr for at most STDERR_DRAIN_S.
 """
 
 import subprocess
@@ -22,7 +24,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 
 from magi_code.mcp.definitions import ServerDef
-from magi_code.mcp.limits import MESSAGE_BYTES, STDIN_GRACE_S, TERM_GRACE_S
+from magi_code.mcp.failures import StderrTail
+from magi_code.mcp.limits import MESSAGE_BYTES, STDERR_DRAIN_S, STDIN_GRACE_S, TERM_GRACE_S
 from magi_code.mcp.unanswered import Unanswered
 from magi_code.tools.processes import kill_group
 
@@ -33,7 +36,11 @@ _PIPE_ERRORS = (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 @asynccontextmanager
 async def open_stdio(
-    server: ServerDef, env: Mapping[str, str], cwd: str | None, program: str | None = None
+    server: ServerDef,
+    env: Mapping[str, str],
+    cwd: str | None,
+    program: str | None = None,
+    tail: StderrTail | None = None,
 ) -> AsyncIterator[
     tuple[
         anyio.abc.Process,
@@ -48,21 +55,27 @@ async def open_stdio(
             [program or server.command, *server.args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
             env=dict(env),
             cwd=cwd,
             start_new_session=True,
         )
     read_send, read_recv = anyio.create_memory_object_stream[Incoming](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+    drained = anyio.Event()
     try:
         async with anyio.create_task_group() as tg:
             unanswered = Unanswered()
             tg.start_soon(_read, process, read_send, unanswered)
             tg.start_soon(_write, process, write_recv, read_send, unanswered)
+            tg.start_soon(_drain, process, tail or StderrTail(), drained)
             try:
                 yield process, read_recv, write_send
             finally:
+                with anyio.CancelScope(shield=True):
+                    await stop(process, close=False)
+                    with anyio.move_on_after(STDERR_DRAIN_S):
+                        await drained.wait()
                 tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
@@ -71,8 +84,9 @@ async def open_stdio(
             stream.close()
 
 
-async def stop(process: anyio.abc.Process) -> None:
-    """Close stdin, give the server STDIN_GRACE_S to exit, then end its group. Call shielded."""
+async def stop(process: anyio.abc.Process, close: bool = True) -> None:
+    """Close stdin, give the server STDIN_GRACE_S to exit, then end its group; `close`: close
+    its other pipes too. Call shielded; a second call finds it ended at once."""
     if process.stdin is not None:
         with suppress(*_PIPE_ERRORS):
             await process.stdin.aclose()
@@ -82,8 +96,19 @@ async def stop(process: anyio.abc.Process) -> None:
         while process.returncode is None:
             await anyio.sleep(_EXIT_POLL_S)
     await kill_group(process, TERM_GRACE_S)
+    if close:
+        with suppress(*_PIPE_ERRORS):
+            await process.aclose()
+
+
+async def _drain(process: anyio.abc.Process, tail: StderrTail, drained: anyio.Event) -> None:
+    """Keep reading the server's stderr (so it never blocks on a full pipe) into `tail`."""
+    stderr = process.stderr
+    assert stderr is not None
     with suppress(*_PIPE_ERRORS):
-        await process.aclose()
+        async for chunk in stderr:
+            tail.feed(chunk)
+    drained.set()
 
 
 async def _read(

@@ -63,8 +63,7 @@ HINTS = {
     "provider_unavailable": "`magi-code login NAME` stores a key; `magi-code models` lists "
     "what is configured",
     "profile_invalid": "check the agent profile named by the `agent` setting",
-    "mcp_unavailable": "approve the server: add `magi-code mcp digest NAME` to mcp.approved "
-    "in MC_HOME/settings.toml, or disable it",
+    "mcp_unavailable": "check the server's command or URL in the settings, or disable it",
     "startup_failed": "check that MC_HOME is writable",
     "model_unknown": "pick one listed by `magi-code models`",
     "provider_unknown": "name a provider of the settings' [providers] table",
@@ -104,13 +103,16 @@ class Launch:
     agent: str | None = None  # --agent: the primary agent profile
 
 
-def startup(cwd: str, env: Mapping[str, str], agent: str | None = None) -> tuple[Admitted, int]:
+def startup(
+    cwd: str, env: Mapping[str, str], agent: str | None = None, skip_failed_mcp: bool = False
+) -> tuple[Admitted, int]:
     """The pre-UI steps: the admitted snapshot, then the retention sweep. Raises LaunchError.
-    Returns the snapshot and how many expired sessions the sweep removed."""
+    Returns the snapshot and how many expired sessions the sweep removed. `skip_failed_mcp`:
+    an MCP server that fails is left out (`admitted.mcp.failed`) rather than failing."""
     from magi_code.config.settings import ModelUnknown, SettingsError
 
     try:
-        admitted = admit(cwd, env, agent=agent)
+        admitted = admit(cwd, env, agent=agent, skip_failed_mcp=skip_failed_mcp)
     except StartupError as failed:
         cause = failed.__cause__
         detail = failed.detail or (str(cause) if isinstance(cause, SettingsError) else "")

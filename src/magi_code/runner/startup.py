@@ -144,6 +144,7 @@ def admit(
     cancel: threading.Event | None = None,
     *,
     agent: str | None = None,  # --agent: the primary profile, over the `agent` setting
+    skip_failed_mcp: bool = False,  # an MCP server that fails is left out (`mcp.failed`)
 ) -> Admitted:
     """The admitted snapshot; `cancel` (set by shutdown) stops a pending MCP startup."""
     home = paths.resolve_home(env)
@@ -177,7 +178,7 @@ def admit(
     credential_providers = loaded.base["providers"]
     check_provider(conf, where, env, credential_providers)
     project = project_defined(loaded.project)
-    manager = start_mcp(conf, env, canonical_cwd, cancel, where.home, project)
+    manager = start_mcp(conf, env, canonical_cwd, cancel, where.home, project, skip_failed_mcp)
     if manager is not None:  # each server's instructions, under its name
         context.add_servers(manager.instructions())
     return Admitted(
@@ -249,7 +250,7 @@ def check_mcp(conf: Mapping[str, Any]) -> None:
     except DefinitionError as exc:
         raise StartupError("configuration_invalid") from exc
     except McpUnavailable as exc:
-        raise StartupError("mcp_unavailable") from exc
+        raise StartupError("mcp_unavailable", mcp_detail(exc)) from exc
 
 
 def start_mcp(
@@ -259,13 +260,15 @@ def start_mcp(
     cancel: threading.Event | None,
     home: str | None = None,
     project: frozenset[str] = frozenset(),
+    skip_failed: bool = False,
 ) -> McpManager | None:
     """Connect every enabled, approved server (the SDK loads only then); None when none is.
-    A server that needs a login fails with the terminal advice in `detail`."""
+    A server that fails names itself and why in `detail` (for a terminal, never the wire);
+    with `skip_failed` it is left out instead (the manager's `failed`)."""
     if not _mcp_enabled(conf):
         return None
     from magi_code.mcp.definitions import approved_digests
-    from magi_code.mcp.errors import McpLoginRequired, McpStartupError
+    from magi_code.mcp.errors import McpLoginRequired, McpStartupError, McpUnavailable
     from magi_code.mcp.manager import McpManager
 
     try:
@@ -277,12 +280,22 @@ def start_mcp(
             cwd=cwd,
             home=home,
             project_servers={n.removeprefix("mcp.servers.") for n in project if "servers." in n},
+            skip_failed=skip_failed,
         )
     except McpLoginRequired as exc:
         advice = f"MCP server {exc.server!r} needs a login: run `magi-code mcp login {exc.server}`"
         raise StartupError(exc.code, advice) from exc
+    except McpUnavailable as exc:
+        raise StartupError(exc.code, mcp_detail(exc)) from exc
     except McpStartupError as exc:
         raise StartupError(exc.code) from exc
+
+
+def mcp_detail(failed: Any) -> str | None:
+    """`MCP server 'NAME' failed to start: WHY` (an mcp.errors.McpUnavailable), for a face."""
+    if failed.server is None or failed.reason is None:
+        return None
+    return f"MCP server {failed.server!r} failed to start: {failed.reason}"
 
 
 def _mcp_enabled(conf: Mapping[str, Any]) -> bool:
