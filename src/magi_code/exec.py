@@ -100,6 +100,7 @@ class Options:
     agent: str | None = None
     images: list[str] = field(default_factory=list)  # --image PATH, in order
     max_rounds: int | None = None  # None: the `[turn] max_rounds` setting's
+    skip_failed_mcp: bool = False  # an MCP server that fails to start is left out, with a warning
 
 
 PROG = "magi-code exec"
@@ -164,6 +165,11 @@ def parser() -> Parser:
         metavar="N",
         help="model requests one turn may make before it stops (default: [turn] max_rounds, "
         f"else {limits.TURN_MODEL_ROUNDS})",
+    )
+    parsing.add_argument(
+        "--skip-failed-mcp",
+        action="store_true",
+        help="continue without an MCP server that fails to start (a warning names it)",
     )
     return parsing
 
@@ -409,7 +415,9 @@ def start(options: Options, prompt: str, out: Output, images: Images = ()) -> in
     if options.sandbox is not None:
         env[MODE_ENV] = options.sandbox
     try:
-        admitted = admit(os.getcwd(), env, agent=options.agent)
+        admitted = admit(
+            os.getcwd(), env, agent=options.agent, skip_failed_mcp=options.skip_failed_mcp
+        )
     except StartupError as failed:
         return startup_failed(failed)
     except Exception:  # noqa: BLE001 - a bug in startup: said in one line, never a traceback
@@ -422,6 +430,8 @@ def start(options: Options, prompt: str, out: Output, images: Images = ()) -> in
         say(dropped.warning())
     for notice in admitted.notices:
         say(notice)
+    for server, reason in (admitted.mcp.failed if admitted.mcp is not None else {}).items():
+        say(f"warning: continuing without MCP server {server!r}: {_one_line(reason)}")
     if options.max_rounds is not None:  # the command line over the settings
         admitted.settings["turn"] = {
             **admitted.settings.get("turn", {}),
@@ -444,9 +454,16 @@ def startup_failed(failed: StartupError) -> int:
     hint = STARTUP_HINTS.get(failed.code, "").format(settings=paths.Paths(home).settings, home=home)
     cause = failed.__cause__
     detail = failed.detail or (str(cause) if isinstance(cause, SettingsError) else None)
+    if failed.code == "mcp_unavailable" and detail:  # the server and why, then the way on
+        hint, detail = "", f"{detail}\n(--skip-failed-mcp continues without it)"
     said = "; ".join(part for part in (hint, detail) if part)
     say(f"startup failed: {failed.code}: {said or 'see the settings'}")
     return EXIT_USAGE
+
+
+def _one_line(reason: str) -> str:
+    """A reason that may end with a server's stderr tail, on one line."""
+    return " | ".join(line.strip() for line in reason.splitlines() if line.strip())
 
 
 def attach_and_run(
@@ -473,6 +490,12 @@ def attach_and_run(
         conf = admitted.settings["providers"][provider]
         say(refusal(provider, conf, model, admitted.paths.home) or "no such model")
         return EXIT_USAGE
+    if provider == "fixture" and options.provider is None and not provider_chosen(admitted):
+        say(
+            "no provider is configured: using the built-in test model `fixture` (scripted "
+            "answers, no AI); `magi-code login NAME` stores a key, `--provider NAME` or "
+            '`provider = "NAME"` in the settings chooses one'
+        )
     store = SessionStore(Path(admitted.paths.home))
     try:
         attachment = attach(store, admitted, options, (provider, model))
@@ -523,6 +546,20 @@ def attach(
 
         raise SessionError("session_missing")
     return store.open(session_id, admitted.cwd)[0]
+
+
+def provider_chosen(admitted: Admitted) -> bool:
+    """Whether the global or the project settings name a `provider` (unreadable: yes, as
+    startup admitted them)."""
+    from magi_code.config import paths, settings_file
+
+    for found in (admitted.paths.settings, paths.project_settings(admitted.cwd)):
+        try:
+            if "provider" in settings_file.read(found):
+                return True
+        except settings_file.SettingsFileError:
+            return True
+    return False
 
 
 def first_model(admitted: Admitted, provider: str) -> str | None:

@@ -34,9 +34,11 @@ class Terminal:
         rows: int = 34,
         *,
         controlling: bool = False,
+        first_run: bool = False,
     ) -> None:
         """`controlling`: the terminal is the child's controlling terminal, so Ctrl-C and
-        Ctrl-D typed outside raw mode act as at a shell (SIGINT; end of input)."""
+        Ctrl-D typed outside raw mode act as at a shell (SIGINT; end of input). `first_run`:
+        Mission Control may open its first-run screen (off: the fixture answers, as before)."""
         self.leader, follower = os.openpty()
         fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
         self.screen = pyte.Screen(columns, rows)
@@ -49,7 +51,12 @@ class Terminal:
             stdout=follower,
             stderr=follower,
             cwd=cwd,
-            env=environment(home, TERM="xterm-256color", COLORTERM="truecolor"),
+            env=environment(
+                home,
+                TERM="xterm-256color",
+                COLORTERM="truecolor",
+                **({} if first_run else {"MC_NO_FIRST_RUN": "1"}),
+            ),
             close_fds=True,
             start_new_session=True,
             preexec_fn=(lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0)) if controlling else None,

@@ -1,10 +1,11 @@
 """Safe edits of the user's GLOBAL settings file, as text: the one TOML writer.
 
 There is no TOML writer in the standard library, and the file is the user's: it is edited as
-text, as little as possible, and every other byte - comments, order, spacing - is kept. Three
+text, as little as possible, and every other byte - comments, order, spacing - is kept. Four
 edits exist: set a string array in a top-level table (`set_array`, e.g. `[permissions]
-trusted_projects` or `[mcp] approved`), append a new table (`add_table`, e.g.
-`[mcp.servers.NAME]`), and remove a table with its sub-tables (`remove_table`).
+trusted_projects` or `[mcp] approved`), set top-level strings (`set_strings`, e.g. `provider`
+and `model`), append a new table (`add_table`, e.g. `[mcp.servers.NAME]`), and remove a table
+with its sub-tables (`remove_table`).
 
 Each edit is checked before it is kept: the new text must parse, and parse to exactly the old
 settings with only the intended change made; otherwise nothing is written and
@@ -61,6 +62,22 @@ def set_array(settings_file: str, table: str, key: str, values: list[str]) -> No
         f"{table}.{key} = {array}\n" + text,  # where the table is made of dotted root keys
     )
     _write_first(settings_file, before, expected, edits)
+
+
+def set_strings(settings_file: str, values: dict[str, str]) -> None:
+    """Make each top-level `key = "value"`: its line rewritten where it is, else a new line at
+    the top of the file (top-level keys come before every table)."""
+    text = _read_text(settings_file)
+    before = _load(text)
+
+    def expected(settings: dict[str, Any]) -> None:
+        settings.update(values)
+
+    edited = text
+    for key, value in values.items():
+        line = f"{toml_key(key)} = {toml_string(value)}"
+        edited = _replace_root_line(edited, key, line) or f"{line}\n{edited}"
+    _write_first(settings_file, before, expected, (edited,))
 
 
 def add_table(settings_file: str, path: list[str], values: dict[str, Any]) -> None:
@@ -305,6 +322,18 @@ def _string_end(text: str, i: int) -> int:
             return j + len(delimiter)
         j += 1
     return -1
+
+
+def _replace_root_line(text: str, key: str, line: str) -> str | None:
+    """The text with the top-level `key = ...` line (before any table) replaced by `line`."""
+    assignment = re.compile(rf"^[ \t]*({re.escape(key)}|\"{re.escape(key)}\")[ \t]*=")
+    lines = _lines(text)
+    for index, current in enumerate(lines):
+        if _ANY_HEADER.match(current):
+            return None
+        if assignment.match(current):
+            return "\n".join([*lines[:index], line, *lines[index + 1 :]])
+    return None
 
 
 def _after_header(text: str, table: str, key: str, array: str) -> str | None:

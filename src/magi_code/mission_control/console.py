@@ -1,7 +1,8 @@
 """Mission Control's entry: the pre-UI startup, the session to attach, then the Textual app.
 
-Order: the folder-trust question (below; asked once, on the plain terminal, in an untrusted
-folder holding project definitions; `--prompt` never asks) -> `driver.startup` (admitted
+Order: the first-run screen when no provider is configured (first_run.py) -> the folder-trust
+question (below; asked once, on the plain terminal, in an untrusted folder holding project
+definitions; `--prompt` never asks) -> `driver.startup` (admitted
 snapshot, retention sweep), its dropped-key warnings and context notices printed on stderr
 -> the command line's selection and session (`--model`, `--provider`, `--continue`,
 `resume ID`) -> the app, inline in the terminal. A startup failure is one short explanation
@@ -13,6 +14,7 @@ import os
 import sys
 
 from magi_code.mission_control.driver import Driver, Launch, LaunchError, startup
+from magi_code.mission_control.mcp_failed import continue_without
 from magi_code.sessions import SessionError
 
 
@@ -76,7 +78,10 @@ def prepare(launch: Launch, env: dict[str, str]) -> Driver:
         from magi_code.tools.sandbox.settings import MODE_ENV
 
         env[MODE_ENV] = launch.sandbox  # subagents inherit it
-    admitted, pruned = startup(cwd, env, launch.agent)
+    admitted, pruned = startup(cwd, env, launch.agent, skip_failed_mcp=launch.prompt is None)
+    if admitted.mcp is not None and not continue_without(admitted.mcp.failed):
+        admitted.mcp.close()
+        raise Quit
     for dropped in admitted.dropped:
         print(f"magi-code: {dropped.warning()}", file=sys.stderr)
     for notice in admitted.notices:
@@ -117,6 +122,11 @@ def prepare(launch: Launch, env: dict[str, str]) -> Driver:
 
 
 def run(launch: Launch) -> int:
+    from magi_code.mission_control.first_run import offer
+
+    first_run = offer(launch, dict(os.environ), os.path.realpath(os.getcwd()))
+    if first_run.exit_code is not None:
+        return first_run.exit_code
     try:
         driver = prepare(launch, dict(os.environ))
     except LaunchError as failed:
@@ -124,6 +134,8 @@ def run(launch: Launch) -> int:
         return 1
     except Quit:
         return 1
+    if first_run.notice:
+        driver.notices.append(first_run.notice)
     from magi_code.mission_control.app import MissionControl
 
     app = MissionControl(
