@@ -28,9 +28,9 @@ from magi_code.acp import lines
 from magi_code.mcp import http_answers
 from magi_code.mcp.limits import MESSAGE_BYTES
 from magi_code.providers import http1
-from magi_code.providers.connections import Origin
-from magi_code.providers.http import HttpPolicy
 from magi_code.providers.http2 import Http2Connection
+from magi_code.providers.policy import HttpPolicy
+from magi_code.providers.pool import Origin
 
 # ---- http1 ---------------------------------------------------------------------------------
 

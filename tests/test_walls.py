@@ -1,6 +1,8 @@
 """The walls: melchior imports nothing of magi_code, magi_code reaches melchior only through
-its CLI, and no two modules import each other, however lazily (no import circle)."""
+its CLI, no two modules import each other, however lazily (no import circle), and within the
+provider layer not even for their types (the HTTP stack imports only downwards)."""
 
+import ast
 from pathlib import Path
 
 from source_imports import imported, run_time_imports
@@ -78,6 +80,27 @@ def test_no_import_circle() -> None:
         for name, path in known.items()
     }
     assert len(graph) > 100
+    assert circles(graph) == []
+
+
+def test_the_provider_layer_has_no_circle_even_for_types() -> None:
+    """Within providers/, type-only imports count too: the HTTP stack's layers import only
+    those below them (requests > client > pool > http2, http1 > network, origins, policy)."""
+    package = "magi_code.providers"
+    known = {name: path for name, path in modules().items() if name.startswith(package + ".")}
+
+    def every_import(path: Path) -> set[str]:
+        found = {name for _, name in imported(path)}
+        for node in ast.walk(ast.parse(path.read_bytes())):
+            if isinstance(node, ast.ImportFrom) and node.module == package:
+                found |= {f"{package}.{alias.name}" for alias in node.names}
+        return found
+
+    graph = {
+        name: {m for m in every_import(path) if m in known and m != name}
+        for name, path in known.items()
+    }
+    assert graph[f"{package}.requests"] >= {f"{package}.client", f"{package}.policy"}
     assert circles(graph) == []
 
 

@@ -46,9 +46,9 @@ the ones the specs publish, so moving a class in this tree never changes what go
                                     and `explain()` for the terminal
 
 Uncoded, and caught where they are raised (control flow or a transport's own condition,
-never a failure a wire reports by code): providers: http._Failed (wraps a ProviderError),
-clients.TransportError and clients.InvalidURL (http.py reads them as transport_failed and
-refused), http1.ProtocolError (clients reads it as a TransportError), connections.Unprocessed
+never a failure a wire reports by code): providers: requests._Failed (wraps a ProviderError),
+client.TransportError and client.InvalidURL (requests.py reads them as transport_failed and
+refused), http1.ProtocolError (client reads it as a TransportError), origins.Unprocessed
 (a ConnectionError: the request is worth one new connection), network.NetworkFailure (an
 OSError: a proxy or certificate the user must fix; its sentence becomes the TransportError's);
 tools: NotRegularFile and ProtectedFile (OSErrors: not a regular file; a hard link to a

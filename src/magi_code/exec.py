@@ -654,8 +654,8 @@ async def watch_signals(
 
 
 async def close_provider_clients() -> None:
-    if "magi_code.providers.clients" in sys.modules:
-        from magi_code.providers.clients import close_clients
+    if "magi_code.providers.client" in sys.modules:
+        from magi_code.providers.client import close_clients
 
         await close_clients()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from magi_code.client import environment
 
-HTTP = ("magi_code.providers.clients", "magi_code.providers.http1", "h11", "httpx2", "httpcore2")
+HTTP = ("magi_code.providers.client", "magi_code.providers.http1", "h11", "httpx2", "httpcore2")
 HEAVY = ("textual", "mcp", *HTTP, "pydantic", "acp", "magi_code.acp")
 LOADED = (
     "import json, sys\n"
@@ -16,7 +16,7 @@ LOADED = (
     "code = main(['hi'])\n"
     "heavy = {heavy!r}\n"
     "found = sorted(m for m in sys.modules if m in heavy or m.split('.')[0] in heavy\n"
-    "               or m == 'magi_code.providers.http')\n"
+    "               or m == 'magi_code.providers.requests')\n"
     "sys.stderr.write('LOADED ' + json.dumps([code, found]) + '\\n')\n"
 )
 

@@ -75,7 +75,7 @@ def test_mission_control_launch_leaves_the_http_stack_for_the_first_turn(tmp_pat
         "driver = prepare(Launch(), dict(os.environ))\n"
         "import magi_code.mission_control.app\n"
         "driver.close()\n"
-        "heavy = ('httpx2', 'httpcore2', 'h11', 'mcp', 'openai', 'magi_code.providers.clients',\n"
+        "heavy = ('httpx2', 'httpcore2', 'h11', 'mcp', 'openai', 'magi_code.providers.client',\n"
         "         'magi_code.providers.http1')\n"
         "print(repr(sorted(m for m in sys.modules if m in heavy or m.split('.')[0] in heavy)))\n"
     )

@@ -12,7 +12,7 @@ import pytest
 from magi_code.config.credentials import CredentialStore
 from magi_code.limits import DISCOVERY_CACHE_S
 from magi_code.providers.catalog import CACHE_FILE, build_catalog, parse_listing
-from magi_code.providers.http import HttpPolicy
+from magi_code.providers.policy import HttpPolicy
 from providers.local_server import LocalServer, Reply
 
 pytestmark = pytest.mark.anyio

@@ -8,10 +8,10 @@ import anyio
 import pytest
 
 from magi_code.client import Event, LocalAgentClient, environment
-from magi_code.providers import connections
-from magi_code.providers.clients import close_clients
-from magi_code.providers.http import HttpPolicy
+from magi_code.providers import pool
+from magi_code.providers.client import close_clients
 from magi_code.providers.limits import STREAM_DRAIN_S
+from magi_code.providers.policy import HttpPolicy
 from providers.local_server import LocalServer, Reply, sse
 from providers.test_wire_apis import collect
 from providers.test_wire_errors import WIRES
@@ -100,7 +100,7 @@ async def test_each_wire_reads_its_stream_to_the_end_and_reuses_the_connection(
         assert events and json.dumps(str(events[-1])).count("Completed") == 1
     assert len(server.requests) >= 3
     assert server.connections == 1, "the stream was read to its end and its connection reused"
-    assert not connections._contexts, "no TLS context is built for an http origin"
+    assert not pool._contexts, "no TLS context is built for an http origin"
     assert server.disconnects == 0
     await close_clients()  # shutdown closes the pooled connection
     with anyio.fail_after(5):

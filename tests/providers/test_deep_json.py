@@ -18,7 +18,7 @@ from magi_code.client import environment
 from magi_code.limits import UNTRUSTED_JSON_DEPTH
 from magi_code.providers.base import ProviderError
 from magi_code.providers.codex import account_id_from_id_token, tokens_from_answer
-from magi_code.providers.http import HttpPolicy
+from magi_code.providers.policy import HttpPolicy
 from magi_code.providers.signin import Endpoints, SignInFailed, device_sign_in
 from magi_code.providers.wire import event_json
 from providers.local_server import LocalServer, Reply, sse

@@ -14,11 +14,12 @@ import anyio
 import pytest
 from hyperframe.frame import DataFrame, WindowUpdateFrame
 
-from magi_code.providers import connections
+from magi_code.providers import pool
 from magi_code.providers.base import ProviderError, failure_summary
-from magi_code.providers.clients import TransportError, close_clients, open_response
-from magi_code.providers.http import HttpPolicy, stream_sse
+from magi_code.providers.client import TransportError, close_clients, open_response
 from magi_code.providers.limits import INFORMATIONAL_HEADS
+from magi_code.providers.policy import HttpPolicy
+from magi_code.providers.requests import stream_sse
 from magi_code.providers.sse import SSEEvent
 from providers.hostile_server import H2Peer, HostileServer, Peer
 
@@ -49,8 +50,8 @@ def trusted(certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> 
         context.load_verify_locations(certificate[0])
         return context
 
-    monkeypatch.setattr(connections, "_system_trust", trusting_the_test_certificate)
-    monkeypatch.setattr(connections, "_contexts", {})
+    monkeypatch.setattr(pool, "_system_trust", trusting_the_test_certificate)
+    monkeypatch.setattr(pool, "_contexts", {})
     return certificate
 
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from magi_code.providers import connections
-from magi_code.providers.clients import TransportError, close_clients, open_response
-from magi_code.providers.http import HttpPolicy
+from magi_code.providers import pool
+from magi_code.providers.client import TransportError, close_clients, open_response
 from magi_code.providers.limits import RESPONSE_HEAD_BYTES
+from magi_code.providers.policy import HttpPolicy
 from providers.h2_server import H2Reply, H2Server
 from providers.test_http_client import soon
 from providers.test_wire_apis import collect
@@ -40,8 +40,8 @@ def h2_server(
         return context
 
     # The pool's own context-making (ALPN included), trusting only the test's certificate.
-    monkeypatch.setattr(connections, "_system_trust", trusting_the_test_certificate)
-    monkeypatch.setattr(connections, "_contexts", {})
+    monkeypatch.setattr(pool, "_system_trust", trusting_the_test_certificate)
+    monkeypatch.setattr(pool, "_contexts", {})
     with H2Server(certificate) as server:
         yield server
 
@@ -196,7 +196,7 @@ async def test_shutdown_says_goodbye_and_closes_the_connection(h2_server: H2Serv
     await close_clients()
     await soon(lambda: h2_server.ended == 1)
     assert h2_server.goaways_received == 1
-    assert not connections._shared
+    assert not pool._shared
 
 
 async def test_a_turns_model_calls_share_one_h2_connection(
@@ -226,8 +226,8 @@ async def test_a_turns_model_calls_share_one_h2_connection(
 def test_plain_http_never_loads_h2() -> None:
     code = (
         "import anyio\n"
-        "from magi_code.providers.clients import TransportError, open_response\n"
-        "from magi_code.providers.http import HttpPolicy\n"
+        "from magi_code.providers.client import TransportError, open_response\n"
+        "from magi_code.providers.requests import HttpPolicy\n"
         "async def main():\n"
         "    try:\n"
         "        async with open_response('GET', 'http://127.0.0.1:9/', HttpPolicy(), {}):\n"

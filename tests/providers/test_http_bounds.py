@@ -11,8 +11,9 @@ import pytest
 
 from magi_code.limits import ERROR_BODY_BYTES
 from magi_code.providers.base import Completed, ProviderError, TextDelta
-from magi_code.providers.http import HttpPolicy, backoff_s, control_request, retry_after_s
 from magi_code.providers.openai_chat import OpenAIChatProvider
+from magi_code.providers.policy import HttpPolicy
+from magi_code.providers.requests import backoff_s, control_request, retry_after_s
 from providers.local_server import LocalServer, Reply, sse
 from providers.test_wire_apis import REQUEST, collect
 

@@ -14,12 +14,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from magi_code.providers import connections
+from magi_code.providers import pool
 from magi_code.providers.base import ProviderError
-from magi_code.providers.clients import InvalidURL, TransportError, close_clients, open_response
-from magi_code.providers.http import HttpPolicy, control_request
+from magi_code.providers.client import InvalidURL, TransportError, close_clients, open_response
 from magi_code.providers.limits import IDLE_CONNECTIONS_PER_ORIGIN, RESPONSE_HEAD_BYTES
 from magi_code.providers.openai_chat import OpenAIChatProvider
+from magi_code.providers.policy import HttpPolicy
+from magi_code.providers.requests import control_request
 from providers.local_server import LocalServer, Reply
 from providers.test_http_bounds import OK, PATH, Sleeps
 from providers.test_wire_apis import collect
@@ -182,7 +183,7 @@ def test_each_event_loop_has_connections_of_its_own(server: LocalServer) -> None
     assert anyio.run(fetch, server.url + "/x") == (200, b"b")  # the first loop's is unusable
     assert server.connections == 2
     anyio.run(close_clients)
-    assert not connections._idle, "this loop's idle connections closed, a closed loop's forgotten"
+    assert not pool._idle, "this loop's idle connections closed, a closed loop's forgotten"
 
 
 # ---- connections the server closed ------------------------------------------------------------
@@ -339,7 +340,7 @@ def tls_server(certificate: tuple[Path, Path]) -> Iterator[LocalServer]:
 async def test_a_self_signed_https_origin_is_refused_within_the_attempts(
     tls_server: LocalServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(connections, "_contexts", {})  # built by this test, then forgotten
+    monkeypatch.setattr(pool, "_contexts", {})  # built by this test, then forgotten
     tls_server.script(PATH, Reply(chunks=[OK]))
     sleeps = Sleeps()
     policy = HttpPolicy(attempts=3, sleep=sleeps)
@@ -349,7 +350,7 @@ async def test_a_self_signed_https_origin_is_refused_within_the_attempts(
     assert (err.value.code, err.value.retryable) == ("transport_failed", False)
     assert "server's certificate is not trusted" in err.value.summary
     assert (tls_server.connections, len(sleeps.delays), tls_server.requests) == (1, 0, [])
-    (context,) = connections._contexts.values()
+    (context,) = pool._contexts.values()
     assert context.check_hostname
     assert context.verify_mode == ssl.CERT_REQUIRED
 
@@ -359,8 +360,8 @@ async def test_a_trusted_https_origin_is_reused_and_its_name_checked(
 ) -> None:
     trusted = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     trusted.load_verify_locations(certificate[0])
-    monkeypatch.setattr(connections, "_system_trust", lambda *_: trusted)
-    monkeypatch.setattr(connections, "_contexts", {})
+    monkeypatch.setattr(pool, "_system_trust", lambda *_: trusted)
+    monkeypatch.setattr(pool, "_contexts", {})
     port = tls_server.httpd.server_address[1]
     tls_server.script("/x", kept(b"one"), kept(b"two"), Reply(chunks=[b"three"]))
     by_name = f"https://localhost:{port}/x"

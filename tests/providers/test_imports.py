@@ -16,14 +16,14 @@ import pytest
 
 import magi_code.providers
 from magi_code.limits import ERROR_BODY_BYTES, ERROR_BODY_DEADLINE_S, STREAM_INACTIVITY_S
-from magi_code.providers.http import HttpPolicy
+from magi_code.providers.policy import HttpPolicy
 from magi_code.providers.registry import ConfigurationInvalid, base_url
 from source_imports import loaded_running, top_level
 
 MODULES = [
     "magi_code.providers.registry",
     "magi_code.providers.sse",
-    "magi_code.providers.http",
+    "magi_code.providers.requests",
     "magi_code.providers.openai_chat",
     "magi_code.providers.openai_responses",
     "magi_code.providers.anthropic",
@@ -35,8 +35,8 @@ MODULES = [
 # The providers' HTTP client and what it stands on; h11, httpx2 and httpcore2 (the MCP SDK's
 # HTTP stack) never on that path.
 CLIENT = (
-    "magi_code.providers.clients",
-    "magi_code.providers.connections",
+    "magi_code.providers.client",
+    "magi_code.providers.pool",
     "magi_code.providers.http1",
 )
 HTTP2 = ("magi_code.providers.http2", "h2", "hpack", "hyperframe")  # for an origin taking h2
@@ -78,7 +78,7 @@ OFF_THE_START = {
     "urllib.parse",
     "inspect",
     "magi_code.providers.base",
-    "magi_code.providers.http",
+    "magi_code.providers.requests",
 }
 PROVIDER_OWN = {
     "magi_code.providers",

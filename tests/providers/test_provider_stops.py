@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from magi_code.providers.base import Completed, ModelRequest, ToolCallDone, ToolSpec, UserText
-from magi_code.providers.http import HttpPolicy
 from magi_code.providers.openai_responses import OpenAIResponsesProvider, strict_ready
+from magi_code.providers.policy import HttpPolicy
 from providers.local_server import LocalServer, Reply, sse
 from providers.test_stream_boundaries import RICH, whole_events
 from providers.test_wire_apis import collect

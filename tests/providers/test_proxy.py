@@ -16,12 +16,13 @@ import httpx2
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from magi_code.providers import connections, network
+from magi_code.providers import network, pool
 from magi_code.providers.base import ProviderError
-from magi_code.providers.clients import TransportError, close_clients, open_response
-from magi_code.providers.connections import outbound
-from magi_code.providers.http import HttpPolicy, control_request
+from magi_code.providers.client import TransportError, close_clients, open_response
 from magi_code.providers.openai_chat import OpenAIChatProvider
+from magi_code.providers.policy import HttpPolicy
+from magi_code.providers.pool import outbound
+from magi_code.providers.requests import control_request
 from providers.company_ca import Authority
 from providers.h2_server import H2Reply, H2Server
 from providers.hostile_server import HostileServer, Peer
@@ -43,7 +44,7 @@ def use(monkeypatch: pytest.MonkeyPatch) -> Use:
     """Make `env` (proxy and certificate variables) and a `[network]` table the process's
     choice for this test (as startup does; tests/conftest.py forgets it after the test), with
     no TLS context kept from another test."""
-    monkeypatch.setattr(connections, "_contexts", {})
+    monkeypatch.setattr(pool, "_contexts", {})
 
     def chosen(env: dict[str, str], **table: str) -> None:
         network.configure(table, env)
@@ -137,10 +138,10 @@ async def test_a_company_ca_as_ca_bundle_is_trusted_on_top_of_the_system_roots(
 ) -> None:
     origin.script("/x", Reply(chunks=[b"ok"]))
     use({"HTTPS_PROXY": proxy.url()})
-    system = connections.tls_context(network.current().certificates, ("http/1.1",))
+    system = pool.tls_context(network.current().certificates, ("http/1.1",))
     use({"HTTPS_PROXY": proxy.url()}, ca_bundle=str(company.cert))
     assert await fetch(f"https://{PROVIDER}:{port_of(origin)}/x") == (200, b"ok")
-    context = connections._contexts[network.current().certificates, ("h2", "http/1.1")]
+    context = pool._contexts[network.current().certificates, ("h2", "http/1.1")]
     added = context.cert_store_stats()["x509_ca"] - system.cert_store_stats()["x509_ca"]
     assert added == 1
     await close_clients()

@@ -10,8 +10,9 @@ from collections.abc import Iterator
 import pytest
 
 from magi_code.providers.base import ProviderError, failure_summary
-from magi_code.providers.http import HttpPolicy, backoff_s, retry_after_s, should_retry
 from magi_code.providers.limits import RETRY_MAX_DELAY_S
+from magi_code.providers.policy import HttpPolicy
+from magi_code.providers.requests import backoff_s, retry_after_s, should_retry
 from providers.local_server import LocalServer, Reply
 from providers.test_http_bounds import OK, PATH, Sleeps, provider
 from providers.test_wire_apis import collect

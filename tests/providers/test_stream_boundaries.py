@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from magi_code.providers.base import ProviderError, ProviderEvent, TextDelta, coalesced
-from magi_code.providers.http import HttpPolicy
+from magi_code.providers.policy import HttpPolicy
 from providers.local_server import LocalServer, Reply, split_every
 from providers.test_http_bounds import OVERFLOW, Sleeps
 from providers.test_wire_apis import (

@@ -21,9 +21,9 @@ from magi_code.providers.base import (
     UserText,
 )
 from magi_code.providers.codex import CodexAuth, CodexProvider
-from magi_code.providers.http import HttpPolicy
 from magi_code.providers.openai_chat import OpenAIChatProvider
 from magi_code.providers.openai_responses import OpenAIResponsesProvider
+from magi_code.providers.policy import HttpPolicy
 from providers.local_server import LocalServer, Reply, split_every, sse
 
 pytestmark = pytest.mark.anyio

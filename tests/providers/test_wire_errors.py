@@ -10,9 +10,9 @@ from magi_code.config.credentials import CredentialStore, OAuthTokens
 from magi_code.providers.anthropic import AnthropicProvider
 from magi_code.providers.base import Completed, Provider, ProviderError, TextDelta
 from magi_code.providers.codex import CodexAuth, CodexProvider
-from magi_code.providers.http import HttpPolicy
 from magi_code.providers.openai_chat import OpenAIChatProvider
 from magi_code.providers.openai_responses import OpenAIResponsesProvider
+from magi_code.providers.policy import HttpPolicy
 from providers.local_server import LocalServer, Reply, sse
 from providers.test_http_bounds import OVERFLOW, Sleeps
 from providers.test_wire_apis import collect

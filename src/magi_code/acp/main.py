@@ -94,8 +94,8 @@ async def serve(out_fd: int) -> int:
     finally:
         await asyncio.shield(conn.close())
         agent.close()
-        if "magi_code.providers.clients" in sys.modules:
-            from magi_code.providers.clients import close_clients
+        if "magi_code.providers.client" in sys.modules:
+            from magi_code.providers.client import close_clients
 
             await close_clients()
     return 0

@@ -81,7 +81,7 @@ LOOP_MODULES = ("asyncio", "anyio.from_thread")
 TURN_MODULES = (
     "magi_code.runner.entry",
     "magi_code.tools.approvals",
-    "magi_code.providers.clients",  # with the connection pool and its HTTP/1.1 framing
+    "magi_code.providers.client",  # with the connection pool and its HTTP/1.1 framing
 )
 
 
@@ -154,8 +154,8 @@ class LocalRuntime:
     def _close(self) -> None:
         with self._portal_lock:  # a warming thread starts no loop after this
             self._closing = True
-        if self._portal is not None and "magi_code.providers.clients" in sys.modules:
-            from magi_code.providers.clients import close_clients
+        if self._portal is not None and "magi_code.providers.client" in sys.modules:
+            from magi_code.providers.client import close_clients
 
             with contextlib.suppress(Exception):  # the pool only holds idle connections here
                 self._portal.call(close_clients)

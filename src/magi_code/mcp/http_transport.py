@@ -85,8 +85,8 @@ def outbound_transport(url: str) -> httpx2.AsyncHTTPTransport:
     proxy the environment or `[network] proxy` names for it, if any, with the certificate
     authorities and client certificate of `[network]`. A setting that cannot be used makes the
     server unavailable."""
-    from magi_code.providers.connections import outbound
     from magi_code.providers.network import NetworkFailure
+    from magi_code.providers.pool import outbound
 
     try:
         proxy, tls = outbound(url)

@@ -37,12 +37,12 @@ from magi_code.providers.base import (
     described,
 )
 from magi_code.providers.citations import Citations
-from magi_code.providers.http import HttpPolicy
 from magi_code.providers.limits import (
     ANTHROPIC_DEFAULT_MAX_TOKENS,
     ANTHROPIC_THINKING_BUDGETS,
     ANTHROPIC_WEB_SEARCHES,
 )
+from magi_code.providers.policy import HttpPolicy
 from magi_code.providers.registry import keyed_build
 from magi_code.providers.tool_arguments import Arguments, Budget
 from magi_code.providers.wire import (

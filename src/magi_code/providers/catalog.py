@@ -28,10 +28,10 @@ from magi_code.limits import DISCOVERY_CACHE_S
 from magi_code.providers import known_models
 from magi_code.providers.base import ProviderError, failure_detail, failure_summary
 from magi_code.providers.failures import Advice
-from magi_code.providers.http import HttpPolicy, control_request, status_error
 from magi_code.providers.known_models import CACHE_FILE as CACHE_FILE
 from magi_code.providers.known_models import cached_models
 from magi_code.providers.limits import CATALOG_BODY_BYTES
+from magi_code.providers.policy import HttpPolicy
 from magi_code.providers.registry import (
     ConfigurationInvalid,
     api_key,
@@ -40,6 +40,7 @@ from magi_code.providers.registry import (
     scoped_credentials,
     wire_api,
 )
+from magi_code.providers.requests import control_request, status_error
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,10 @@ from contextlib import aclosing
 from magi_code import untrusted_json
 from magi_code.config.credentials import CredentialStore, OAuthTokens
 from magi_code.providers.base import ModelRequest, ProviderError, ProviderEvent
-from magi_code.providers.http import HttpPolicy, control_request, status_error
 from magi_code.providers.limits import TOKEN_REFRESH_MARGIN_S
 from magi_code.providers.openai_responses import request_body, stream_responses
+from magi_code.providers.policy import HttpPolicy
+from magi_code.providers.requests import control_request, status_error
 from magi_code.records import field, record
 
 DEFAULT_BASE_URL = "https://chatgpt.com/backend-api/codex"

@@ -41,7 +41,7 @@ from magi_code.providers.base import (
 
 if TYPE_CHECKING:
     from magi_code.config.credentials import CredentialStore
-    from magi_code.providers.http import HttpPolicy
+    from magi_code.providers.policy import HttpPolicy
 
 DEFAULT_REPLY = "Hello from the fixture model."
 PREFIX = "fixture:"

@@ -41,17 +41,18 @@ from h2.events import (
 from h2.exceptions import H2Error, ProtocolError
 from h2.settings import SettingCodes, Settings
 
-from magi_code.providers.connections import Unprocessed, explained
 from magi_code.providers.http1 import Head
 from magi_code.providers.limits import GOODBYE_S, INFORMATIONAL_HEADS, RESPONSE_HEAD_BYTES
+from magi_code.providers.network import explained
+from magi_code.providers.origins import Unprocessed
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 
     from anyio.abc import ByteStream
 
-    from magi_code.providers.connections import Origin
-    from magi_code.providers.http import HttpPolicy
+    from magi_code.providers.origins import Origin
+    from magi_code.providers.policy import HttpPolicy
 
 __all__ = ["Http2Connection", "Http2Response"]
 

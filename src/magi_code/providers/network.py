@@ -18,7 +18,7 @@ Rules:
   and folder (as for OpenSSL itself); `[network] ca_bundle` (a PEM file, or a folder of
   hashed certificates) is trusted on top of the roots in use; `client_cert` (with
   `client_key`, unless the key is in the certificate's file) is shown to a server that asks
-  for one (mTLS). Paths are absolute (`~` expanded). `connections` loads them.
+  for one (mTLS). Paths are absolute (`~` expanded). `pool` loads them.
 - `configure` checks the `[network]` table at startup (a `SettingsError` naming the key) and
   makes it, with the environment's variables, the process's `current()` choice; until then
   the choice is the process environment's. Proxy URLs are parsed when first used.
@@ -270,3 +270,34 @@ def _address(text: str) -> IPv4Address | IPv6Address | None:
 
 def _path(value: object) -> str | None:
     return os.path.expanduser(value) if isinstance(value, str) and value else None
+
+
+# TLS alerts a server sends when it does not take our client certificate (or wanted one).
+CLIENT_CERTIFICATE_ALERTS = frozenset(
+    {
+        "TLSV13_ALERT_CERTIFICATE_REQUIRED",
+        "SSLV3_ALERT_BAD_CERTIFICATE",
+        "SSLV3_ALERT_CERTIFICATE_UNKNOWN",
+        "SSLV3_ALERT_CERTIFICATE_EXPIRED",
+        "SSLV3_ALERT_CERTIFICATE_REVOKED",
+        "SSLV3_ALERT_UNSUPPORTED_CERTIFICATE",
+        "TLSV1_ALERT_UNKNOWN_CA",
+        "TLSV1_ALERT_ACCESS_DENIED",
+    }
+)
+CLIENT_CERTIFICATE_REFUSED = (
+    "A server refused our client certificate, or asked for one: check [network] client_cert "
+    "and client_key in the global settings."
+)
+
+
+def explained(exc: BaseException) -> NetworkFailure | None:
+    """What the user must fix, if `exc` says so: a `NetworkFailure` as it is, or a TLS alert
+    by which a server refused our client certificate (TLS 1.3 sends it after the handshake,
+    so it comes with the first bytes read); None for any other failure."""
+    if isinstance(exc, NetworkFailure):
+        return exc
+    reason = getattr(exc, "reason", None)
+    if isinstance(exc, OSError) and reason in CLIENT_CERTIFICATE_ALERTS:
+        return NetworkFailure(CLIENT_CERTIFICATE_REFUSED)
+    return None

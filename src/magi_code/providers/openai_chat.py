@@ -1,7 +1,7 @@
 """OpenAI Chat Completions streaming, for OpenAI and any compatible server reached through
 `base_url` (Ollama, vLLM, llama.cpp, LM Studio, OpenRouter).
 
-Owns the request body and the chunk-to-event mapping; never touches sockets itself (`http`)
+Owns the request body and the chunk-to-event mapping; never touches sockets itself (`requests`)
 and never emits reasoning: chat "reasoning" fields carry no provenance as summaries. Images go
 as `image_url` parts of a user message: a prompt's in its own message, a tool result's in a user
 message after the run of tool messages it belongs to (a tool message carries text only), each
@@ -32,8 +32,9 @@ from magi_code.providers.base import (
     data_url,
     described,
 )
-from magi_code.providers.http import HttpPolicy, stream_sse
+from magi_code.providers.policy import HttpPolicy
 from magi_code.providers.registry import keyed_build
+from magi_code.providers.requests import stream_sse
 from magi_code.providers.tool_arguments import Arguments, Budget
 from magi_code.providers.wire import StopReason, count, event_json, obj, stream_error, text
 from magi_code.records import field, record

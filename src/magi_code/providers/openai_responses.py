@@ -10,7 +10,7 @@ as they accumulate (tool_arguments.py); a response whose arguments pass the run'
 budget ends there, its open calls handed on dropped. Function tools carry `strict`
 explicitly (`strict_ready`). A `response.incomplete` stops with its reason (output limit or
 content filter), handing on a call still open as far as it came; a refusal is shown as text
-and stops as `refused`. Never touches sockets itself (`http` does).
+and stops as `refused`. Never touches sockets itself (`requests` does).
 """
 
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
@@ -33,7 +33,7 @@ from magi_code.providers.base import (
     described,
 )
 from magi_code.providers.citations import Citations
-from magi_code.providers.http import HttpPolicy
+from magi_code.providers.policy import HttpPolicy
 from magi_code.providers.registry import keyed_build
 from magi_code.providers.tool_arguments import Arguments, Budget
 from magi_code.providers.wire import (

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # readiness runs on the path to `initialize`: the HTTP layer 
 
     from magi_code.config.credentials import CredentialStore, OAuthTokens
     from magi_code.providers.base import Provider
-    from magi_code.providers.http import HttpPolicy
+    from magi_code.providers.policy import HttpPolicy
 
     ReadinessCode = Literal["configuration_invalid", "provider_unavailable"]
 
@@ -260,7 +260,7 @@ def keyed_build(
         env: Mapping[str, str],
         policy: HttpPolicy | None,
     ) -> Provider:
-        from magi_code.providers.http import HttpPolicy
+        from magi_code.providers.policy import HttpPolicy
 
         key = api_key(provider_id, conf, credentials, env)
         return make(provider_id, base_url(conf, wire), key, policy or HttpPolicy())

@@ -23,8 +23,9 @@ from magi_code.config.credentials import OAuthTokens
 from magi_code.errors import MagiError
 from magi_code.providers.base import ProviderError
 from magi_code.providers.codex import DEFAULT_CLIENT_ID, DEFAULT_TOKEN_URL, account_id_from_id_token
-from magi_code.providers.http import HttpPolicy, control_request
 from magi_code.providers.limits import DEVICE_POLL_MIN_S, SIGN_IN_WAIT_S
+from magi_code.providers.policy import HttpPolicy
+from magi_code.providers.requests import control_request
 
 DEFAULT_AUTHORIZE_URL = "https://auth.openai.com/oauth/authorize"
 DEFAULT_DEVICE_URL = "https://auth.openai.com/oauth/device/code"

@@ -10,7 +10,8 @@ from typing import Protocol
 from magi_code import untrusted_json
 from magi_code.providers.base import ProviderError, ProviderEvent, coalesced
 from magi_code.providers.base import StopReason as StopReason  # the wires' one import
-from magi_code.providers.http import HttpPolicy, default_is_overflow, stream_sse
+from magi_code.providers.policy import HttpPolicy, default_is_overflow
+from magi_code.providers.requests import stream_sse
 
 
 def event_json(data: str) -> dict[str, object]:

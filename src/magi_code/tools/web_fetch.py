@@ -1,7 +1,7 @@
 """web_fetch: one http(s) URL to readable text for the model: an HTML page as Markdown
 (markdownify over BeautifulSoup, imported only when a page is converted), other text as it
 is, an image as an image (tools/images.py). Requests go through the provider HTTP client
-(providers/clients.py: its connection bounds, TLS trust and proxies), never a second stack.
+(providers/client.py: its connection bounds, TLS trust and proxies), never a second stack.
 
 Rules:
 - The access is `network` with the URL's host: the permission policy decides it (`ask` by
@@ -192,8 +192,8 @@ class WebFetch:
 
 async def _get(target: str, headers: Mapping[str, str], url: SplitResult) -> Page | str:
     """One GET: the page, or the Location a redirect names."""
-    from magi_code.providers.clients import InvalidURL, TransportError, open_response
-    from magi_code.providers.http import HttpPolicy
+    from magi_code.providers.client import InvalidURL, TransportError, open_response
+    from magi_code.providers.policy import HttpPolicy
 
     policy = HttpPolicy(attempts=1, connect_s=WEB_FETCH_S, head_s=WEB_FETCH_S)
     try:

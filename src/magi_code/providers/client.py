@@ -1,11 +1,11 @@
 """The HTTP client of the provider layer: one request and its response over a pooled
-connection (`connections`), framed by `http1`, or by `http2` where an https origin took it.
+connection (`pool`), framed by `http1`, or by `http2` where an https origin took it.
 
 A request carries Host, User-Agent `magi-code/<version>`, `Accept-Encoding: identity` and,
 with a body (compact UTF-8 JSON, or a urlencoded form), its Content-Type and Content-Length;
 the caller's headers are merged in. Redirects are never followed (a 3xx is a status like any
 other), and a URL's user info is never sent. A request goes through the proxy `network` chooses
-for its URL (`connections`: a tunnel to an https origin; to an http origin, the request in
+for its URL (`pool`: a tunnel to an https origin; to an http origin, the request in
 absolute form with the proxy's credentials). Connecting (through a proxy included), the TLS
 handshake and sending the request are bounded by the policy's `connect_s`; the response's
 whole head by its `head_s` (a total: a drip does not extend it); each wait for response bytes
@@ -35,8 +35,7 @@ from urllib.parse import quote, urlencode, urlsplit
 import anyio
 
 from magi_code import __version__
-from magi_code.providers import connections
-from magi_code.providers.connections import Connection, Origin
+from magi_code.providers import network, pool
 from magi_code.providers.http1 import (
     NEED_DATA,
     Head,
@@ -45,11 +44,13 @@ from magi_code.providers.http1 import (
     ResponseReader,
     request_bytes,
 )
+from magi_code.providers.origins import Origin, Unprocessed
+from magi_code.providers.pool import Connection
 
 if TYPE_CHECKING:
-    from magi_code.providers.http import HttpPolicy
     from magi_code.providers.http2 import Http2Connection, Http2Response
     from magi_code.providers.network import Proxy
+    from magi_code.providers.policy import HttpPolicy
 
 T = TypeVar("T")
 USER_AGENT = f"magi-code/{__version__}"
@@ -130,7 +131,7 @@ class Http1Body:
 
     async def aclose(self) -> None:
         if self._reader.reusable:
-            await connections.give_back(self._connection)
+            await pool.give_back(self._connection)
         else:
             await self._connection.aclose()
 
@@ -173,7 +174,7 @@ async def closing(work: Awaitable[T]) -> T:
 async def close_clients() -> None:
     """Close the running loop's idle and HTTP/2 connections (shutdown); a later request
     opens anew."""
-    await connections.close_idle()
+    await pool.close_idle()
 
 
 class _Request(NamedTuple):
@@ -228,13 +229,13 @@ def _request(
 
 
 async def _exchange(request: _Request, policy: HttpPolicy) -> Response:
-    connection = await _connection(connections.take, request.origin, policy)
+    connection = await _connection(pool.take, request.origin, policy)
     try:
         return await _round_trip(connection, request, policy)
     except _IO_ERRORS as exc:
         if not _went_stale(connection, exc):
             raise
-    fresh = await _connection(connections.connect, request.origin, policy)
+    fresh = await _connection(pool.connect, request.origin, policy)
     return await _round_trip(fresh, request, policy)
 
 
@@ -249,14 +250,14 @@ async def _connection(
     if isinstance(connection, Connection) and connection.protocol == "h2":
         from magi_code.providers.http2 import Http2Connection  # h2 loads with its first use
 
-        return connections.share(Http2Connection(origin, connection.stream))
+        return pool.share(Http2Connection(origin, connection.stream))
     return connection
 
 
 def _went_stale(connection: Connection | Http2Connection, exc: BaseException) -> bool:
     """A reused connection that failed before any byte of its response came was, most
     likely, closed by the server while idle: the request is worth one new connection."""
-    if isinstance(exc, connections.Unprocessed):
+    if isinstance(exc, Unprocessed):
         return True
     if not isinstance(connection, Connection):
         return False  # HTTP/2 says which of its requests went unprocessed
@@ -316,7 +317,7 @@ def _framed(request: _Request, proxy: Proxy | None) -> bytes:
 
 def _failed(step: str, cause: BaseException) -> TransportError:
     error = TransportError(f"{step} failed: {type(cause).__name__}")
-    known = connections.explained(cause)
+    known = network.explained(cause)
     if known is not None:
         error.summary, error.retryable = known.summary, known.retryable
     return error

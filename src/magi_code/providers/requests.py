@@ -26,47 +26,30 @@ true|false` overrides whether its status is worth a retry. A delay asked for pas
 (`max_delay_s`) is not waited for: the error goes up at once, saying how long the provider
 asked to wait. No attempt starts, none waits for its head, and no retry waits for its first
 event, past the policy's `request_s` after the first attempt began. It must never log or raise
-a response body, a credential, or a URL's query or user info. Requests go through `clients`
+a response body, a credential, or a URL's query or user info. Requests go through `client`
 (pooled connections per origin), imported only when the first request is made.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import anyio
 
-from magi_code.limits import ERROR_BODY_BYTES, ERROR_BODY_DEADLINE_S, STREAM_INACTIVITY_S
 from magi_code.providers.base import ProviderError, ProviderErrorCode
 from magi_code.providers.limits import (
-    CONNECT_TIMEOUT_S,
-    KEEPALIVE_S,
-    REQUEST_DEADLINE_S,
-    RESPONSE_HEAD_S,
-    RETRY_ATTEMPTS,
-    RETRY_BASE_DELAY_S,
-    RETRY_MAX_DELAY_S,
     STREAM_DRAIN_BYTES,
     STREAM_DRAIN_S,
 )
+from magi_code.providers.policy import HttpPolicy
 from magi_code.providers.sse import SSEDecoder, SSEError, SSEEvent
-from magi_code.records import field, record, replace
+from magi_code.records import record, replace
 
 if TYPE_CHECKING:
-    from magi_code.providers.clients import Response, TransportError
-
-_OVERFLOW_MARKERS = (
-    "context_length_exceeded",
-    "maximum context length",
-    "prompt is too long",
-    "context window",
-    "too many tokens",
-    "input is too long",
-)
-
+    from magi_code.providers.client import Response, TransportError
 
 # What a 2xx answer that is no event stream says it is (its Content-Type's class), told to the
 # user in a fixed sentence: a wrong base URL most often (an API's index, a login page).
@@ -76,36 +59,6 @@ _NOT_A_STREAM = {
     "other": "The provider answered, but not with an event stream: check the base URL.",
 }
 _NO_EVENT = "The provider's answer ended before its first event."
-
-
-def default_is_overflow(body: str) -> bool:
-    low = body.lower()
-    return any(marker in low for marker in _OVERFLOW_MARKERS)
-
-
-def _uniform() -> float:
-    from random import random
-
-    return random()
-
-
-@record
-class HttpPolicy:
-    """Every bound of one provider connection; tests inject short ones."""
-
-    inactivity_s: float = STREAM_INACTIVITY_S
-    body_deadline_s: float = ERROR_BODY_DEADLINE_S
-    body_bytes: int = ERROR_BODY_BYTES
-    attempts: int = RETRY_ATTEMPTS
-    base_delay_s: float = RETRY_BASE_DELAY_S
-    max_delay_s: float = RETRY_MAX_DELAY_S
-    connect_s: float = CONNECT_TIMEOUT_S
-    head_s: float = RESPONSE_HEAD_S
-    request_s: float = REQUEST_DEADLINE_S
-    keepalive_s: float = KEEPALIVE_S
-    sleep: Callable[[float], Awaitable[None]] = field(default=anyio.sleep)
-    jitter: Callable[[], float] = field(default=_uniform)  # in [0, 1): a backoff's share
-    is_overflow: Callable[[str], bool] = field(default=default_is_overflow)
 
 
 @record
@@ -134,7 +87,7 @@ def safe_url(url: str) -> str:
 
 async def read_bounded(response: Response, limit: int) -> BoundedBody:
     """Read at most `limit` bytes of the body; the caller puts it under a deadline."""
-    from magi_code.providers.clients import TransportError
+    from magi_code.providers.client import TransportError
 
     buf = bytearray()
     complete = True
@@ -281,7 +234,7 @@ async def stream_sse(
     Once `until()` holds after a batch was taken, the rest of the body is read and dropped
     (bounded), so that the connection goes back to the pool, and the stream ends; the taker
     ignores what its batch holds after the event that ended it."""
-    from magi_code.providers.clients import InvalidURL, TransportError, open_response
+    from magi_code.providers.client import InvalidURL, TransportError, open_response
 
     attempt = 0
     deadline = anyio.current_time() + policy.request_s
@@ -343,7 +296,7 @@ async def stream_sse(
 
 async def _next_chunk(response: Response, deadline: float | None) -> bytes | None:
     """The body's next bytes, None at its end; a `TransportError` if `deadline` passes first."""
-    from magi_code.providers.clients import TransportError
+    from magi_code.providers.client import TransportError
 
     if deadline is None:
         return await anext(response, None)
@@ -370,7 +323,7 @@ def _not_an_event_stream(status: int, headers: Mapping[str, str]) -> ProviderErr
 async def _drain(chunks: AsyncIterator[bytes]) -> None:
     """Read what follows the terminal event to the body's end, within bounds: a response read
     to its end leaves its connection to the pool; one left unread would close it."""
-    from magi_code.providers.clients import TransportError
+    from magi_code.providers.client import TransportError
 
     left = STREAM_DRAIN_BYTES
     with anyio.move_on_after(STREAM_DRAIN_S):
@@ -402,7 +355,7 @@ async def control_request(
 ) -> ControlResponse:
     """One request whose headers and body together are bounded by the absolute body deadline
     (OAuth and discovery). Raises `ProviderError("transport_failed")` if no status arrived."""
-    from magi_code.providers.clients import InvalidURL, TransportError, open_response
+    from magi_code.providers.client import InvalidURL, TransportError, open_response
 
     limit = policy.body_bytes if body_bytes is None else body_bytes
     status: int | None = None

@@ -39,14 +39,19 @@ import asyncio
 import os
 import sys
 from contextlib import suppress
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import anyio
 
 from magi_code.providers import network
 from magi_code.providers.http1 import NEED_DATA, Head, ProtocolError, ResponseReader, request_bytes
 from magi_code.providers.limits import IDLE_CONNECTIONS_PER_ORIGIN, QUIET_CHECK_S
-from magi_code.providers.network import NetworkFailure
+from magi_code.providers.network import (
+    CLIENT_CERTIFICATE_ALERTS,
+    CLIENT_CERTIFICATE_REFUSED,
+    NetworkFailure,
+)
+from magi_code.providers.origins import Origin
 
 if TYPE_CHECKING:
     import socket
@@ -55,9 +60,9 @@ if TYPE_CHECKING:
 
     from anyio.abc import ByteStream
 
-    from magi_code.providers.http import HttpPolicy
     from magi_code.providers.http2 import Http2Connection
     from magi_code.providers.network import Certificates, Proxy
+    from magi_code.providers.policy import HttpPolicy
 
 # Where truststore looks on Linux when OpenSSL's compiled-in paths hold no certificate.
 CA_FILE_CANDIDATES = (
@@ -69,36 +74,8 @@ CA_FILE_CANDIDATES = (
 )
 ORIGIN_PROTOCOLS = ("h2", "http/1.1")  # what an https origin is offered (ALPN)
 PROXY_PROTOCOLS = ("http/1.1",)  # a proxy's own TLS, and a client that speaks HTTP/1.1 alone
-# TLS alerts a server sends when it does not take our client certificate (or wanted one).
-CLIENT_CERTIFICATE_ALERTS = frozenset(
-    {
-        "TLSV13_ALERT_CERTIFICATE_REQUIRED",
-        "SSLV3_ALERT_BAD_CERTIFICATE",
-        "SSLV3_ALERT_CERTIFICATE_UNKNOWN",
-        "SSLV3_ALERT_CERTIFICATE_EXPIRED",
-        "SSLV3_ALERT_CERTIFICATE_REVOKED",
-        "SSLV3_ALERT_UNSUPPORTED_CERTIFICATE",
-        "TLSV1_ALERT_UNKNOWN_CA",
-        "TLSV1_ALERT_ACCESS_DENIED",
-    }
-)
 _HOSTNAME_MISMATCH = 62  # X509_V_ERR_HOSTNAME_MISMATCH
 _CA_SETTINGS = "[network] ca_bundle in the global settings (or in SSL_CERT_FILE)"
-_CLIENT_CERTIFICATE_REFUSED = (
-    "A server refused our client certificate, or asked for one: check [network] client_cert "
-    "and client_key in the global settings."
-)
-
-
-class Origin(NamedTuple):
-    scheme: str  # "http" or "https"
-    host: str  # as connected to and checked against the certificate (IDNA, no brackets)
-    port: int
-
-
-class Unprocessed(ConnectionError):
-    """The peer closed a connection before taking up the request on it: the request is
-    worth one new connection."""
 
 
 class Connection:
@@ -286,7 +263,7 @@ async def _tls(
         raise NetworkFailure(_untrusted(exc, proxy)) from None
     except ssl.SSLError as exc:
         if exc.reason in CLIENT_CERTIFICATE_ALERTS:
-            raise NetworkFailure(_CLIENT_CERTIFICATE_REFUSED) from None
+            raise NetworkFailure(CLIENT_CERTIFICATE_REFUSED) from None
         raise
 
 
@@ -299,18 +276,6 @@ def _untrusted(exc: ssl.SSLCertVerificationError, proxy: Proxy | None) -> str:
         f"{whose} certificate is not trusted: if your network inspects TLS, add the "
         f"certificate of the authority that signed it to {_CA_SETTINGS}."
     )
-
-
-def explained(exc: BaseException) -> NetworkFailure | None:
-    """What the user must fix, if `exc` says so: a `NetworkFailure` as it is, or a TLS alert
-    by which a server refused our client certificate (TLS 1.3 sends it after the handshake,
-    so it comes with the first bytes read); None for any other failure."""
-    if isinstance(exc, NetworkFailure):
-        return exc
-    reason = getattr(exc, "reason", None)
-    if isinstance(exc, OSError) and reason in CLIENT_CERTIFICATE_ALERTS:
-        return NetworkFailure(_CLIENT_CERTIFICATE_REFUSED)
-    return None
 
 
 def share(multiplexed: Http2Connection) -> Http2Connection:
