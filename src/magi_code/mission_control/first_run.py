@@ -106,8 +106,8 @@ async def listed_models(
     """The server's own list (one attempt, the control-request bounds); ProviderError when it
     gives none."""
     from magi_code.providers.catalog import fetch_listing
-    from magi_code.providers.clients import closing
-    from magi_code.providers.http import HttpPolicy
+    from magi_code.providers.client import closing
+    from magi_code.providers.policy import HttpPolicy
 
     return await closing(fetch_listing(provider_id, conf, store, env, HttpPolicy(attempts=1)))
 
