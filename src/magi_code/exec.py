@@ -550,14 +550,18 @@ def attach(
 
 def provider_chosen(admitted: Admitted) -> bool:
     """Whether the global or the project settings name a `provider` (unreadable: yes, as
-    startup admitted them)."""
-    from magi_code.config import paths, settings_file
+    startup admitted them). Both are read as startup reads them: a project file that is no
+    regular file (a FIFO, a device) is never opened."""
+    from magi_code.config import paths, settings
 
-    for found in (admitted.paths.settings, paths.project_settings(admitted.cwd)):
+    for found, regular_only in (
+        (admitted.paths.settings, False),
+        (paths.project_settings(admitted.cwd), True),
+    ):
         try:
-            if "provider" in settings_file.read(found):
+            if "provider" in settings.read_toml(found, regular_only=regular_only):
                 return True
-        except settings_file.SettingsFileError:
+        except settings.SettingsError:
             return True
     return False
 
