@@ -75,9 +75,11 @@ def test_an_untrusted_wrong_type_is_dropped_and_the_run_goes_on(
     done = run(workspace, home)
     assert done.returncode == 0, done.stderr
     assert done.stdout == ANSWER
-    assert done.stderr.decode().split("\n")[:-1] == [
-        f"magi-code exec: ignored {key} from {file} (not valid)"
-    ]
+    said = done.stderr.decode().split("\n")[:-1]
+    # With no provider chosen anywhere, exec also says once that the built-in test model answers.
+    told = [line for line in said if "built-in test model" not in line]
+    assert told == [f"magi-code exec: ignored {key} from {file} (not valid)"]
+    assert len(said) - len(told) <= 1
 
 
 @pytest.mark.parametrize("place", ["trusted", "global"])
