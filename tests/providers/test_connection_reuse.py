@@ -88,8 +88,9 @@ def test_three_model_calls_and_two_turns_share_one_connection(
 @pytest.mark.anyio
 @pytest.mark.parametrize("name", sorted(WIRES))
 async def test_each_wire_reads_its_stream_to_the_end_and_reuses_the_connection(
-    server: LocalServer, tmp_path: Path, name: str
+    server: LocalServer, tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(pool, "_contexts", {})  # what earlier tests built (MCP's, an https test's)
     path, build, ok = WIRES[name]
     trailer = b": the server's last words after the terminal event\n\n"
     server.script(path, *[kept(ok + trailer) for _ in range(3)])
