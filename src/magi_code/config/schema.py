@@ -79,7 +79,7 @@ PROVIDER: dict[str, Shape] = {
     "context_window": POSITIVE,
     "token_url": STRING,
     "client_id": STRING,
-    "images": SWITCH,  # the models take images (providers/catalog.py `accepts_images`)
+    "images": SWITCH,  # the models take images (providers/images.py `takes_images`)
 }
 MCP_SERVER: dict[str, Shape] = {
     "command": STRING,

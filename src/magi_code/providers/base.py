@@ -77,7 +77,7 @@ class ModelRequest:
     thinking: str | None = None
     max_output_tokens: int | None = None
     purpose: Literal["turn", "compaction"] = "turn"  # a compaction asks for a summary
-    # The model takes images (providers/catalog.py `accepts_images`); else each image goes as
+    # The model takes images (providers/images.py `takes_images`); else each image goes as
     # its description (`described`).
     images: bool = False
     web_search: bool = False  # offer the provider's own web search tool, where it has one
