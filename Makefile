@@ -16,8 +16,11 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/python -m magi_code.demo
 
+# The suite over TEST_WORKERS processes (pytest-xdist): most tests wait on a child process, so
+# four workers keep two cores busy. `TEST_WORKERS=0` runs it in this one process.
+TEST_WORKERS ?= 4
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 # Provider response boundaries: SSE decoder partitions and local-HTTP fixtures, no credentials.
 test-streaming: $(STAMP)

@@ -95,7 +95,14 @@ class Pty:
 
 
 def environment(home: str) -> dict[str, str]:
-    return dict(os.environ, MC_HOME=home, TERM="xterm-256color", COLORTERM="truecolor")
+    """A fresh MC_HOME, as a person's day-to-day launch sees it (no first-run screen)."""
+    return dict(
+        os.environ,
+        MC_HOME=home,
+        MC_NO_FIRST_RUN="1",
+        TERM="xterm-256color",
+        COLORTERM="truecolor",
+    )
 
 
 def launch_ms(command: list[str], cwd: str, env: dict[str, str]) -> float:

@@ -7,7 +7,10 @@ the Landlock ruleset and the seccomp program built for each command), and a spaw
 no-op `preexec_fn` (subprocess then forks instead of using vfork); the rest is the
 confinement applied in the child. A workspace holding `.git` is timed too: there the child
 also gets a private mount namespace with `.git` bound read-only (when it may have one).
-Code Mode is always sandboxed, so it has no bare figure.
+Code Mode is always sandboxed, so it has no bare figure. A sandboxed shell command runs in a
+PID namespace of its own (tools/sandbox/contain.py: two more forks of this process, the
+namespace's init and the command); the same calls without it (as MC_NO_PID_NAMESPACE=1) are
+interleaved with the rest, so that what containment costs is measured in the same run.
 """
 
 import json
@@ -26,6 +29,7 @@ import anyio
 
 from magi_code.tools.base import Bridge, ToolContext, ToolOutcome
 from magi_code.tools.code_mode import CodeTool
+from magi_code.tools.sandbox import modes
 from magi_code.tools.sandbox.modes import Sandbox, SandboxSettings, support
 from magi_code.tools.shell import Shell
 
@@ -36,6 +40,7 @@ PROGRAMS = 15  # Code Mode `pass`
 TARGET_MS = 5.0
 ENV = {"PATH": "/usr/bin:/bin"}
 SH_TRUE = ["/bin/sh", "-c", "true"]
+UNCONTAINED = "sandboxed, no PID namespace (MC_NO_PID_NAMESPACE=1)"
 
 
 def ms(seconds: float) -> str:
@@ -76,11 +81,15 @@ async def shell_calls(contexts: dict[str, ToolContext]) -> dict[str, float]:
     """Median of a `true` shell tool call under each context, the calls interleaved."""
     shell = Shell()
     args = shell.parse(json.dumps({"command": "true"}))
-    for ctx in contexts.values():  # warm-up: imports, the sandbox's temp folder, probes
+    probed = (modes.containment(),)
+    for name, ctx in contexts.items():  # warm-up: imports, the sandbox's temp folder, probes
+        modes._contained = ("bench",) if name == UNCONTAINED else probed
         assert (await shell.run(args, ctx)).ok
     times: dict[str, list[float]] = {name: [] for name in contexts}
     for _ in range(CALLS):
         for name, ctx in contexts.items():
+            # The probe's answer, switched per call (each sandbox keeps its own confinement).
+            modes._contained = ("bench",) if name == UNCONTAINED else probed
             began = time.perf_counter()
             outcome = await shell.run(args, ctx)
             times[name].append(time.perf_counter() - began)
@@ -172,6 +181,9 @@ def main() -> None:
         if why is None:
             contexts["sandboxed"] = ToolContext(workspace, ENV, sandbox=sandbox)
             contexts["sandboxed, workspace with .git"] = ToolContext(repo, ENV, sandbox=in_repo)
+            if modes.containment() is None:
+                bare = Sandbox(SandboxSettings(), workspace, str(mc_home), str(home))
+                contexts[UNCONTAINED] = ToolContext(workspace, ENV, sandbox=bare)
         calls = anyio.run(shell_calls, contexts)
         print(f"shell tool call `true`, in process: median of {CALLS} interleaved calls each")
         table(calls)
@@ -183,6 +195,11 @@ def main() -> None:
             f"  added per command: {added_ms:.2f} ms "
             f"(target: at most {TARGET_MS:g} ms added per command): {verdict}"
         )
+        if UNCONTAINED in calls:
+            contained_ms = (calls["sandboxed"] - calls[UNCONTAINED]) * 1000
+            print(f"  of which the PID namespace (containment): {contained_ms:.2f} ms")
+        else:
+            print(f"  no PID namespace here: {modes.containment()}")
         print(f"Sandbox.shell() alone, median of {BUILDS}: made anew (plan + Landlock ruleset")
         print("+ seccomp) | kept from the last command (a few stat calls)")
         for label, which in (("workspace", sandbox), ("workspace with .git", in_repo)):

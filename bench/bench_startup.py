@@ -1,4 +1,6 @@
-"""Spawn `magi-code serve --stdio` and time it to the `initialize` result; RSS after.
+"""Spawn `magi-code serve --stdio` and time it to the `initialize` result; RSS after. Then the
+memory of a session's whole process tree (the agent and its `melchior serve` child) after one
+turn on the fixture provider.
 
 Target (issue 2): at most 50 ms median on a 2-core machine, at least 20 runs.
 """
@@ -14,6 +16,8 @@ import time
 from pathlib import Path
 
 import magi_code
+from bench.peer import tree, tree_rss_mib
+from magi_code.client import LocalAgentClient
 
 RUNS = 30
 INIT = (
@@ -51,6 +55,18 @@ def once(command: list[str], env: dict[str, str], cwd: str) -> tuple[float, int]
     return elapsed, rss
 
 
+def after_one_turn(env: dict[str, str], cwd: str) -> tuple[int, float]:
+    """(processes, MiB of RSS) of the agent's whole tree once a session has run one turn."""
+    with LocalAgentClient.spawn(cwd=Path(cwd), env=env) as child:
+        child.request("initialize", {"required_capabilities": ["turn.start"]})
+        session_id = child.request("session.create")["session_id"]
+        child.request("turn.start", {"session_id": session_id, "prompt": "hi"})
+        while child.next_event(30).name != "run.finished":
+            pass
+        pid = child.process.pid
+        return len(tree(pid)), tree_rss_mib(pid)
+
+
 # The floor: the same interpreter answering one line with nothing imported beyond json.
 BASELINE = [
     sys.executable,
@@ -80,6 +96,14 @@ def main() -> None:
         f"ratio {median / base:.2f}"
     )
     print(f"RSS after initialize: median {statistics.median(r for _, r in runs) / 1024:.1f} MiB")
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, MC_HOME=os.path.join(tmp, "home"))
+        trees = [after_one_turn(env, tmp) for _ in range(5)]
+    processes = max(n for n, _ in trees)
+    print(
+        f"a session's whole process tree after one turn ({processes} processes: the agent and "
+        f"its melchior serve): median {statistics.median(m for _, m in trees):.1f} MiB RSS"
+    )
 
 
 if __name__ == "__main__":

@@ -1,11 +1,16 @@
-"""A local mock OpenAI Responses provider for the peer benchmark: every POST to .../responses
-streams one assistant message of `deltas` text deltas (keep-alive, chunked), then
-`response.completed`. Any other request gets an empty 404. Both systems under test talk to it.
+"""A local mock OpenAI Responses provider for the benchmarks: every POST to .../responses
+streams one assistant message of `deltas` text deltas (keep-alive), then `response.completed`.
+Any other request gets an empty 404. Every system under test talks to it.
+
+By default the whole stream is one body. With `per_second`, the deltas are paced as a model
+streams them: one event per HTTP/1.1 chunk, delta n sent at n / per_second seconds after the
+first (a fixed schedule, so a slow reader never slows the model down).
 """
 
 import json
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -16,6 +21,12 @@ def _event(kind: str, value: dict[str, object]) -> bytes:
 
 def reply_stream(deltas: list[str], n: int) -> bytes:
     """One whole Responses stream holding `deltas` (the n-th reply has its own ids)."""
+    return b"".join(reply_events(deltas, n))
+
+
+def reply_events(deltas: list[str], n: int) -> list[bytes]:
+    """The Responses stream holding `deltas`, one SSE event each: two before the deltas, two
+    after them."""
     rid, mid = f"resp_{n}", f"msg_{n}"
     text = "".join(deltas)
     out = [
@@ -56,14 +67,16 @@ def reply_stream(deltas: list[str], n: int) -> bytes:
             {"response": {"id": rid, "status": "completed", "output": [message], "usage": usage}},
         ),
     ]
-    return b"".join(out)
+    return out
 
 
 class MockResponses:
-    """Serves `script()`'s reply for each request; counts requests."""
+    """Serves the reply of `deltas` for each request (paced at `per_second` deltas a second
+    when given); counts requests."""
 
-    def __init__(self) -> None:
+    def __init__(self, per_second: float | None = None) -> None:
         self.deltas: list[str] = ["Hello."]
+        self.per_second = per_second
         self.requests = 0
         mock = self
 
@@ -87,6 +100,9 @@ class MockResponses:
                     self._empty(404)
                     return
                 mock.requests += 1
+                if mock.per_second is not None:
+                    self._paced(reply_events(mock.deltas, mock.requests), mock.per_second)
+                    return
                 body = reply_stream(mock.deltas, mock.requests)
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
@@ -94,6 +110,23 @@ class MockResponses:
                 self.end_headers()
                 self.wfile.write(body)
                 self.wfile.flush()
+
+            def _paced(self, events: list[bytes], per_second: float) -> None:
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+                started = time.perf_counter()
+                try:
+                    for n, event in enumerate(events):
+                        due = started + max(0, n - 2) / per_second  # deltas start at index 2
+                        time.sleep(max(0.0, due - time.perf_counter()))
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                        self.wfile.flush()
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                except OSError:  # the client went away mid-reply (a bench stopped it)
+                    self.close_connection = True
 
             def _empty(self, status: int) -> None:
                 self.send_response(status)

@@ -3,16 +3,12 @@ call again and never a write to ~/.bashrc, in Mission Control, ACP, the local ag
 `exec`'s modes (tools/grants.py is the one rule; the faces only render the question)."""
 
 import asyncio
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from acp import text_block
 
-from acp_agent.test_acp import agent, script
 from conformance.turns import attach, start, until
 from magi_code.client import LocalAgentClient, environment
 from magi_code.limits import APPROVAL_ARM_MS
@@ -23,8 +19,10 @@ from magi_code.tools.base import Access
 from magi_code.tools.grants import GrantedPolicy, SessionGrants
 from magi_code.tools.policy import Policy
 from mission_control.helpers import make_driver
-from mission_control.helpers import script as mc_script
 from mission_control.helpers import until as mc_until
+from support.acp import agent
+from support.exec import exec_run, json_lines, named
+from support.sessions import script
 
 
 def write(path: str) -> dict[str, Any]:
@@ -87,7 +85,7 @@ async def test_mission_control(places: tuple[Path, Path, Path], tmp_path: Path) 
             async def send(call: dict[str, Any]) -> None:
                 from magi_code.mission_control.widgets import PromptArea
 
-                app.query_one(PromptArea).insert(mc_script({"tools": [call]}))
+                app.query_one(PromptArea).insert(script({"tools": [call]}))
                 await pilot.press("enter")
 
             await send(write("notes.md"))
@@ -131,18 +129,11 @@ def test_local_agent(places: tuple[Path, Path, Path]) -> None:
 def test_exec_modes(places: tuple[Path, Path, Path]) -> None:
     workspace, home, user = places
     bashrc = user / ".bashrc"
-    magi = str(Path(sys.executable).with_name("magi-code"))
     for path in ("notes.md", str(bashrc)):
-        done = subprocess.run(
-            [magi, "exec", "--json", "--approval-mode", "edits", script({"tools": [write(path)]})],
-            capture_output=True,
-            cwd=workspace,
-            env=environment(home),
-            stdin=subprocess.DEVNULL,
-            timeout=60,
-        )
+        edit = script({"tools": [write(path)]})
+        done = exec_run(["--json", "--approval-mode", "edits", edit], workspace, home)
         assert done.returncode == 0, done.stderr
-        said = [json.loads(line) for line in done.stdout.splitlines()]
-        refused = [d for d in said if d["event"] == "diagnostic"]
+        refused = named(json_lines(done.stdout), "diagnostic")
+
         assert bool(refused) is (path != "notes.md")
     assert (workspace / "notes.md").exists() and not bashrc.exists()

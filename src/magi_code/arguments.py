@@ -75,6 +75,34 @@ class Parser(argparse.ArgumentParser):
         self._positionals.title = "arguments"
         self.add_argument("-h", "--help", action="help", help="show this help and exit")
 
+    def run_choices(
+        self,
+        approval_modes: Sequence[str],
+        sandbox_modes: Sequence[str],
+        *,
+        approval_dest: str = "approval_mode",
+    ) -> None:
+        """The options every command that runs turns takes, said alike everywhere: the model,
+        the provider, the agent profile, the approval mode and the sandbox."""
+        self.add_argument("-m", "--model", metavar="NAME", help="the model to use")
+        self.add_argument(
+            "--provider", metavar="NAME", help="the provider to use (`magi-code models` lists them)"
+        )
+        self.add_argument("--agent", metavar="NAME", help="the agent profile to use")
+        self.add_argument(
+            "--approval-mode",
+            dest=approval_dest,
+            choices=approval_modes,
+            metavar="MODE",
+            help="ask, edits, full or auto (default: the approval_mode setting)",
+        )
+        self.add_argument(
+            "--sandbox",
+            choices=sandbox_modes,
+            metavar="MODE",
+            help="read-only, workspace-write or full-access (default: [sandbox] mode)",
+        )
+
     def format_help(self) -> str:
         self._optionals._group_actions.sort(key=lambda action: "-h" in action.option_strings)
         return super().format_help()

@@ -45,6 +45,7 @@ COMMANDS = {
     "mcp": "manage MCP servers",
     "sandbox": "run a command in this folder's OS sandbox",
     "acp": "serve the Agent Client Protocol to an editor, on pipes",
+    "a2a": "serve this workspace's agent to agents on other machines (a2a serve)",
     "serve": "serve the local-agent protocol to a frontend (serve --stdio), on pipes",
     "help": "show the help of a command",
 }
@@ -96,6 +97,10 @@ def is_pipe(fd: int, *, or_socket: bool = False) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import _signal  # type: ignore[import-not-found]  # `signal` without its enums
+
+    if _signal.getsignal(_signal.SIGINT) == _signal.SIG_DFL:  # as the package's import left it
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["serve"]:
         return serve(args[1:])  # marks itself undumpable while it warms
@@ -228,23 +233,7 @@ def launch_parser(*, resume: bool) -> Parser:
             action="store_true",
             help="continue the latest session of this folder",
         )
-    parser.add_argument("-m", "--model", metavar="NAME", help="the model to use")
-    parser.add_argument(
-        "--provider", metavar="NAME", help="the provider to use (with its default model)"
-    )
-    parser.add_argument("--agent", metavar="NAME", help="the agent profile to use")
-    parser.add_argument(
-        "--approval-mode",
-        choices=APPROVAL_MODES,
-        metavar="MODE",
-        help="ask, edits, full or auto (default: the approval_mode setting)",
-    )
-    parser.add_argument(
-        "--sandbox",
-        choices=SANDBOX_MODES,
-        metavar="MODE",
-        help="read-only, workspace-write or full-access (default: [sandbox] mode)",
-    )
+    parser.run_choices(APPROVAL_MODES, SANDBOX_MODES)
     if not resume:
         parser.add_argument("-V", "--version", action="store_true", help="print the version")
         parser.add_argument("-v", dest="version", action="store_true", help=SUPPRESS)
@@ -319,14 +308,14 @@ def typo_of_command(word: str, *, explicit: bool) -> None:
 
 def check_prompt(text: str, said: str) -> None:
     from magi_code.arguments import UsageError
-    from magi_code.limits import PROMPT_BYTES
+    from magi_code.limits import FACE_PROMPT_BYTES
 
     try:
         size = len(text.encode("utf-8"))
     except UnicodeEncodeError:
         raise UsageError(f"{said} is not valid UTF-8") from None
-    if size > PROMPT_BYTES:
-        raise UsageError(f"{said} is over {PROMPT_BYTES} bytes: shorten it")
+    if size > FACE_PROMPT_BYTES:
+        raise UsageError(f"{said} is over {FACE_PROMPT_BYTES:,} bytes: shorten it")
     if not text.strip():
         raise UsageError(f"{said} is empty")
 
@@ -377,6 +366,20 @@ def acp_command(rest: list[str]) -> int:
     from magi_code.acp.main import run as acp_run
 
     return acp_run()
+
+
+A2A_USAGE = "usage: magi-code a2a serve [OPTIONS] [WORKSPACE]\n"
+
+
+def a2a_command(rest: list[str]) -> int:
+    if rest[:1] == ["serve"]:
+        from magi_code.a2a.serve import main as a2a_serve
+
+        return a2a_serve(rest[1:])
+    if rest in (["-h"], ["--help"]):
+        sys.stdout.write(A2A_USAGE + "\n" + COMMANDS["a2a"] + "; see `magi-code a2a serve -h`\n")
+        return 0
+    return refuse("a2a takes a command: `magi-code a2a serve` (see `magi-code a2a serve -h`)")
 
 
 def exec_command(rest: list[str]) -> int:
@@ -657,6 +660,7 @@ HANDLERS: dict[str, Callable[[list[str]], int]] = {
     "mcp": mcp_command,
     "sandbox": sandbox_command,
     "acp": acp_command,
+    "a2a": a2a_command,
     "help": help_command,
 }
 

@@ -19,12 +19,12 @@ import subprocess
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
 from magi_code.limits import PROTOCOL, PROTOCOL_VERSION
+from magi_code.records import record
 
 
 class ErrorResponse(Exception):
@@ -37,7 +37,7 @@ class ChildGone(Exception):
     """The child closed its output before the awaited frame arrived."""
 
 
-@dataclass(frozen=True)
+@record
 class Event:
     name: str
     data: dict[str, Any]
@@ -52,6 +52,7 @@ class LocalAgentClient:
     def __init__(self, process: subprocess.Popen[bytes]) -> None:
         self.process = process
         self.instance_id: str | None = None
+        self.stderr: Path | None = None  # where the child's stderr goes, when it is kept
         self.frames: list[dict[str, Any]] = []  # every frame, in arrival order
         self._ids = (f"c{n}" for n in itertools.count(1))
         self._responses: dict[str | None, list[dict[str, Any]]] = {}
@@ -67,16 +68,22 @@ class LocalAgentClient:
         cwd: Path | str | None = None,
         env: Mapping[str, str] | None = None,
         command: Sequence[str] | None = None,
+        stderr: Path | None = None,
     ) -> Self:
-        process = subprocess.Popen(
-            list(command or serve_command()),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-        )
-        return cls(process)
+        """`stderr`: a file for the child's stderr (it writes there only with
+        MC_DEBUG_STDERR=1); its end is told when the child is gone."""
+        with open(stderr or os.devnull, "ab") as errors:
+            process = subprocess.Popen(
+                list(command or serve_command()),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+            )
+        client = cls(process)
+        client.stderr = stderr
+        return client
 
     def _read(self) -> None:
         assert self.process.stdout is not None
@@ -124,7 +131,7 @@ class LocalAgentClient:
             )
             if self._responses.get(request_id):
                 return self._responses[request_id].pop(0)
-        raise ChildGone if ok else TimeoutError(request_id)
+        raise self._gone() if ok else TimeoutError(request_id)
 
     def result(self, request_id: str, timeout: float = 30.0) -> dict[str, Any]:
         frame = self.wait(request_id, timeout)
@@ -142,8 +149,20 @@ class LocalAgentClient:
         event = self._events.get(timeout=timeout)
         if event is None:
             self._events.put(None)
-            raise ChildGone
+            raise self._gone()
         return event
+
+    def _gone(self) -> ChildGone:
+        """Why the output closed, as far as the exit status tells (the child writes no stderr)."""
+        try:
+            status: int | str = self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            status = "still running"
+        said = ""
+        if self.stderr is not None:
+            with contextlib.suppress(OSError):
+                said = "; its stderr ends: " + self.stderr.read_text(errors="replace")[-2000:]
+        return ChildGone(f"the child closed its output; exit status: {status}{said}")
 
     def close_input(self) -> None:
         if self.process.stdin is not None and not self.process.stdin.closed:

@@ -57,7 +57,11 @@ sentence become the call's failure, or a face's refusal of an attachment),
 web_fetch.FetchRefused (the fetch stops there: its word and sentence become the call's
 failure), sandbox.spawn.SandboxFailed (an OSError: the child could not enter its sandbox; the
 call fails), code_child.ToolError (what a Code Mode program catches);
-mcp: LoginFailed, LoginRequired, CommandError (a line and an exit status); local_agent:
+mcp: LoginFailed, LoginRequired, CommandError (a line and an exit status), NotSent (a prompt
+command or an `@server:uri` mention could not be had: the prompt is not sent); a2a:
+agents.AgentDefinitionError and serving.ServeSettingsError (ValueErrors: a startup's
+configuration_invalid, or exit 2 of `a2a serve`, with the sentence), remote.RemoteFailure (the
+remote agent's call fails with its word and sentence); local_agent:
 OversizeFrame, UnencodableFrame, OutputFailed, ChannelFull; runner.turn: OutputUnavailable;
 client: ErrorResponse, ChildGone; context: confined.Refused (an OSError: a file outside its
 root, or not a regular file; a notice names it); records: FrozenRecordError (an AttributeError, as

@@ -8,10 +8,13 @@ MCP), attaches a new or continued session and runs one prompt through the runner
 Output. stdout carries the answer only: the final assistant text, or with `--json` one JSON
 object per line, `{"event": NAME, "data": {...}}` (the local agent's event names and shapes,
 runner/event_data.py) after one `session` line, and exec's own beside them: `tool.output` (a
-tool call's output, redacted, bounded), `turn.usage` (the turn's tokens) and
-`approval.granted_by_mode` (`--approval-mode` allowed an action nobody was asked about). The
-real stdout is moved to a private descriptor at startup and fd 1 points at stderr, so no
-library print and no tool process can write to it. Progress, warnings and errors go to stderr.
+tool call's output, redacted, bounded), `turn.usage` (the turn's tokens), `plan.updated` (the
+plan `update_plan` set, redacted), `tool.progress` (a running MCP call's progress, rate
+bound) and `approval.granted_by_mode` (`--approval-mode` allowed an action nobody was asked
+about). Nobody answers an MCP server's question here: it is declined (mcp/elicitation.py).
+The real stdout is moved to a private descriptor at startup and fd 1 points at stderr, so no
+library print and no tool process can write to it.
+Progress, warnings and errors go to stderr.
 
 Exit codes: 0 completed, 1 failed (or cancelled for another reason), 2 bad usage or a failed
 startup (a message on stderr says what is wrong and what to do), 130 on SIGINT and 143 on
@@ -51,8 +54,9 @@ if TYPE_CHECKING:
 
 DESCRIPTION = f"""\
 Run one prompt without a terminal, for scripts and CI, and exit. The prompt is PROMPT, or
-stdin with `-` (or with no PROMPT when stdin is not a terminal), at most {limits.PROMPT_BYTES:,}
-bytes of UTF-8. stdout carries the answer only; progress and errors go to stderr."""
+stdin with `-` (or with no PROMPT when stdin is not a terminal), at most
+{limits.FACE_PROMPT_BYTES:,} bytes of UTF-8. stdout carries the answer only; progress and errors
+go to stderr."""
 EPILOG = """\
 approval modes (nobody can be asked):
   ask    refuse what needs approval, and say so (the default)
@@ -124,19 +128,6 @@ def parser() -> Parser:
         help="print JSON Lines on stdout: a `session` line, then one per run event",
     )
     parsing.add_argument(
-        "--approval-mode",
-        dest="mode",
-        choices=MODES,
-        metavar="MODE",
-        help="ask, edits, full or auto: what to do when an action needs approval (below)",
-    )
-    parsing.add_argument(
-        "--sandbox",
-        choices=SANDBOX_MODES,
-        metavar="MODE",
-        help="read-only, workspace-write or full-access, instead of [sandbox] mode",
-    )
-    parsing.add_argument(
         "--continue",
         dest="continue_latest",
         action="store_true",
@@ -145,11 +136,7 @@ def parser() -> Parser:
     parsing.add_argument(
         "--session", metavar="ID", help="continue session ID (see `magi-code sessions list`)"
     )
-    parsing.add_argument("-m", "--model", metavar="NAME", help="the model to use")
-    parsing.add_argument(
-        "--provider", metavar="NAME", help="the provider to use (`magi-code models` lists them)"
-    )
-    parsing.add_argument("--agent", metavar="NAME", help="the agent profile to use")
+    parsing.run_choices(MODES, SANDBOX_MODES, approval_dest="mode")
     parsing.add_argument(
         "-i",
         "--image",
@@ -198,15 +185,18 @@ def parse(args: list[str]) -> Options | None:
 
 
 def read_prompt(argument: str | None) -> str:
-    """The prompt from the argument or stdin, within PROMPT_BYTES; raises UsageError."""
+    """The prompt from the argument or stdin, within FACE_PROMPT_BYTES; raises UsageError."""
     if argument is not None and argument != "-":
         data = argument.encode("utf-8", "surrogateescape")
     elif argument is None and os.isatty(0):
         raise UsageError("give a PROMPT, or pipe one on stdin", PROG)
     else:
-        data = _read_stdin(limits.PROMPT_BYTES + 1)
-    if len(data) > limits.PROMPT_BYTES:
-        raise UsageError(f"the prompt is over {limits.PROMPT_BYTES} bytes: shorten it", PROG)
+        data = _read_stdin(limits.FACE_PROMPT_BYTES + 1)
+    if len(data) > limits.FACE_PROMPT_BYTES:
+        raise UsageError(
+            f"the prompt is over {limits.FACE_PROMPT_BYTES:,} bytes: shorten it (nothing was run)",
+            PROG,
+        )
     try:
         prompt = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -328,12 +318,13 @@ class ExecEmitter:
             self.final[event.part] = event.text
 
     async def detail(self, event: DetailEvent) -> None:
-        """A tool call's output and the turn's usage: `tool.output` and `turn.usage` lines
-        with --json (the turn redacted and bounded the output); nothing without."""
-        from magi_code.runner.events import DETAIL_NAMES
+        """A tool call's output, the turn's usage, each plan and a running call's progress:
+        `tool.output`, `turn.usage`, `plan.updated` and `tool.progress` lines with --json (the
+        output and the plan redacted); nothing without."""
+        from magi_code.runner.event_data import detail_data
 
         if self.options.json:
-            self._extra(DETAIL_NAMES[type(event)], vars(event))
+            self._extra(*detail_data(event))
 
     def _extra(self, name: str, data: dict[str, Any]) -> None:
         """A line of exec's own beside the run events, with the session and run ids."""
@@ -369,6 +360,8 @@ def run_and_exit(args: list[str]) -> NoReturn:
     opened is closed and its output written, and the interpreter's teardown of the runner's
     few hundred modules would cost more than the turn itself."""
     code = main(args)
+    if (checkpoints := sys.modules.get("magi_code.checkpoints.store")) is not None:
+        checkpoints.settle_all(None)  # the last turn's `after` checkpoint, taken in a thread
     for stream in (sys.stdout, sys.stderr):  # None when the descriptor was closed at start
         with contextlib.suppress(OSError, ValueError, AttributeError):
             stream.flush()
@@ -438,6 +431,16 @@ def start(options: Options, prompt: str, out: Output, images: Images = ()) -> in
             "max_rounds": options.max_rounds,
         }
     try:
+        if "@" in prompt:  # `@SERVER:URI` mentions: the MCP resources attached, or no run
+            from magi_code.mcp.errors import NotSent
+            from magi_code.mcp.mentions import attach
+
+            try:
+                prompt, mentioned = attach(admitted.mcp, prompt, len(images))
+            except NotSent as refused:
+                say(f"{refused.why} Nothing was run.")
+                return EXIT_USAGE
+            images = (*images, *mentioned)
         return attach_and_run(admitted, options, prompt, out, images)
     finally:
         if admitted.mcp is not None:

@@ -29,6 +29,9 @@ NAME_BYTES = 256
 
 # Prompts and content
 PROMPT_BYTES = 16_384
+# What Mission Control and exec accept from a person or a script (not the spec's bound: the
+# local agent and ACP keep PROMPT_BYTES), so a pasted diff or log goes whole.
+FACE_PROMPT_BYTES = 1024 * 1024
 HISTORY_CHUNK_BYTES = 16_384
 LIVE_CHUNK_BYTES = 4000
 LIVE_REDACTION_HOLD_CHARS = 4096  # live text held back while it may still become a secret
@@ -126,14 +129,39 @@ MELCHIOR_TOOL_MS = 15_000  # one `melchior tool`/`fork` exec
 PEER_INBOX = 64  # peer messages queued for the next turn boundary; older ones are dropped
 PEER_TEXT_BYTES = 8 * 1024  # one peer message as the model is shown it
 
+# Remote agents over A2A (`a2a_NAME` tools, a2a/remote.py)
+A2A_REPLY_BYTES = 16 * 1024  # the remote's final text as the tool returns it; longer is cut
+A2A_CONNECT_S = 10.0  # to connect to the remote (or its proxy)
+A2A_QUIET_S = 180.0  # the remote's stream may stay silent this long before the call fails
+A2A_CANCEL_S = 5.0  # a cancelled turn's `tasks/cancel` to the remote gets this long
+A2A_SAID_BYTES = 2048  # of what a remote said when it failed or asked for input
+A2A_AGENT_NAME_CHARS = 48  # of NAME in `[a2a.agents.NAME]` (the tool is `a2a_NAME`)
+
 # Mission Control (the terminal face)
 UI_FRAME_MS = 50  # streamed text reaches the screen at most this often (20 frames a second)
 UI_YIELD_MS = 8  # a provider stream gives the screen a turn at least this often
-UI_STREAM_MARKDOWN_CHARS = 8000  # a streaming reply is Markdown up to here, then plain pages
-UI_PAGE_CHARS = 2000  # one plain page of a long streaming reply (only the last one rewraps)
+# A reply is drawn as Markdown pages (mission_control/pages.py): a frame redraws the last only.
+UI_PAGE_CHARS = 800  # a page ends at the first top-level block that begins past this
+UI_PAGE_MAX_CHARS = 2000  # a single longer block (a long code fence) is cut between its lines
+# A running tool's card (mission_control/live_tail.py): its elapsed time and output tail
+UI_LIVE_OUTPUT_MS = 100  # are redrawn at most this often
+UI_LIVE_OUTPUT_LINES = 12  # the output's last lines shown
+UI_LIVE_OUTPUT_CHARS = 2000  # of the output kept for them
+UI_PLAN_STEPS = 8  # steps the plan checklist shows at once: a window around the one in progress
 APPROVAL_ARM_MS = 300  # keys arriving sooner after an approval opens never answer it
 QUIT_CONFIRM_MS = 2000  # a second Ctrl-C at an empty prompt within this quits
+REWIND_KEYS_MS = 800  # a second Esc within this, no turn running, opens the rewind list
 INPUT_HISTORY_PROMPTS = 200  # prompts Up/Down can recall, newest sessions of this workspace
+PASTE_INLINE_LINES = 5  # a paste of more lines shows as a `[Pasted text #N, L lines]` token
+PASTE_INLINE_CHARS = 4000  # ... and so does a paste of more characters
+MENTION_WALK_ENTRIES = 20_000  # workspace entries the `@` picker walks: a huge tree stays quick
+SUGGESTIONS_SHOWN = 8  # rows of the `/` command list and the `@` file picker
+# A longer line of a prompt is split at white space only, not as a shell would, when looking for
+# image paths in it (shlex takes time that grows with the square of a word's length).
+SHELL_SPLIT_LINE_CHARS = 16 * 1024
+# Of a prompt shown in the conversation (a pasted one can be FACE_PROMPT_BYTES): the rest is
+# counted, and sent.
+UI_PROMPT_SHOWN_CHARS = 4000
 
 # The tools' environment (runner/environment.py): a URL user name taken for a token
 URL_TOKEN_USER_CHARS = 20  # this long, with letters and digits

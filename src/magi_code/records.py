@@ -1,15 +1,28 @@
 """Records: the subset of `dataclasses` this project uses, made cheaply.
 
+The house rule (tests/test_record_style.py enforces it):
+1. In magi_code a record (a class that is its fields) is a `@record`: `@record` frozen,
+   `@record(frozen=False)` mutable; `field(default_factory=..., repr=False)` (a field holding
+   a secret is `repr=False`); `replace`, `asdict`. `dataclasses` is used nowhere in src.
+2. melchior stands alone (it imports nothing of magi_code; `melchior tool` starts in a few
+   ms): its records are plain classes with `__slots__`.
+3. A `NamedTuple` only where the value is used as a tuple (unpacked, indexed, compared with
+   a tuple, built as one); otherwise a `@record`.
+4. A hand-written class in magi_code with `__slots__` is one with behaviour (a state machine,
+   a reader), never a record in disguise.
+
 Why: the serve path to the first reply defines about sixty of the project's own record
 classes. A frozen dataclass costs about 0.5 ms to create (dataclasses compiles one code
 string per generated method and calls `inspect.signature` for its `__doc__`): 62 of them took
 about 35 ms of the path. A record class is made with one `exec` (its `__init__`; the other
 methods are shared functions or closures) in 0.06 to 0.1 ms (62 of them: about 6 ms), and this
-module imports neither `dataclasses` nor `inspect`. That `exec` waits for the class's first
+module imports neither `dataclasses`, `inspect` nor `typing` (so the modules on the way to the
+`initialize` result may declare records too). That `exec` waits for the class's first
 instance: the many classes a process defines but never makes (errors, rare events) cost none.
 A frozen record is built in about 0.55x the time of a frozen dataclass (a mutable one as
 fast); its `__eq__` and `__hash__` are about 100 ns slower, its `__repr__` about 2x. It is
-declared with `typing.dataclass_transform`, so type checkers read it as a dataclass.
+declared with `typing.dataclass_transform` (for type checkers; at run time a stand-in), so
+they read it as a dataclass.
 
     @record                      # frozen
     class Point:
@@ -56,23 +69,34 @@ Helpers: `replace(record, **changes)` (a new record of the same class), `field_n
 `is_record(value)` (an instance of a record class).
 """
 
-from collections.abc import Callable
+from __future__ import annotations
+
+import sys
 from operator import attrgetter
 from reprlib import recursive_repr
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, dataclass_transform, overload
 
+TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     # Type checkers know the dataclasses marker by its full name; it must be this one.
     from dataclasses import KW_ONLY as KW_ONLY
+    from typing import Any, TypeVar, dataclass_transform, overload
+
+    T = TypeVar("T")
+    RecordT = TypeVar("RecordT")
 else:
 
     class KW_ONLY:
         """The marker annotation (`_: KW_ONLY`) after which a record's fields are
         keyword-only."""
 
+    def dataclass_transform(**parameters):  # what `typing.dataclass_transform` does at run time
+        def transform(function):
+            function.__dataclass_transform__ = parameters
+            return function
 
-T = TypeVar("T")
-RecordT = TypeVar("RecordT")
+        return transform
 
 
 class _Marker:
@@ -121,12 +145,16 @@ class Field:
         return self.default is _MISSING and self.default_factory is _MISSING
 
 
-@overload
-def field(*, default: T, repr: bool = True) -> T: ...
-@overload
-def field(*, default_factory: Callable[[], T], repr: bool = True) -> T: ...
-@overload
-def field(*, repr: bool = True) -> Any: ...
+if TYPE_CHECKING:  # the overloads are for type checkers alone
+
+    @overload
+    def field(*, default: T, repr: bool = True) -> T: ...
+    @overload
+    def field(*, default_factory: Callable[[], T], repr: bool = True) -> T: ...
+    @overload
+    def field(*, repr: bool = True) -> Any: ...
+
+
 def field(
     *,
     default: Any = _MISSING,
@@ -137,10 +165,14 @@ def field(
     return Field(default, default_factory, repr)
 
 
-@overload
-def record(cls: type[T], /) -> type[T]: ...
-@overload
-def record(*, frozen: bool = True) -> Callable[[type[T]], type[T]]: ...
+if TYPE_CHECKING:
+
+    @overload
+    def record(cls: type[T], /) -> type[T]: ...
+    @overload
+    def record(*, frozen: bool = True) -> Callable[[type[T]], type[T]]: ...
+
+
 @dataclass_transform(frozen_default=True, field_specifiers=(field,))
 def record(cls: type[T] | None = None, /, *, frozen: bool = True) -> Any:
     """Make `cls` a record (see the module docstring); frozen unless `frozen=False`."""
@@ -218,7 +250,8 @@ def _own_fields(cls: type) -> list[Field]:
 def _is_class_var(annotation: object) -> bool:
     if isinstance(annotation, str):
         return annotation.partition("[")[0].strip() in ("ClassVar", "typing.ClassVar")
-    return getattr(annotation, "__origin__", annotation) is ClassVar
+    typing = sys.modules.get("typing")  # an annotation that is no string came from it
+    return typing is not None and getattr(annotation, "__origin__", annotation) is typing.ClassVar
 
 
 def _is_kw_only_marker(annotation: object) -> bool:

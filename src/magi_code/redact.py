@@ -14,6 +14,7 @@ import functools
 import re
 
 from magi_code.limits import LIVE_REDACTION_HOLD_CHARS
+from magi_code.records import KW_ONLY, record
 
 REDACTED = "[REDACTED]"
 
@@ -47,20 +48,14 @@ TOKEN_SHAPES: tuple[tuple[str, tuple[str, ...], str], ...] = (
 )
 
 
+@record
 class _Patterns:
-    __slots__ = ("bearer", "key_value", "pem", "tokens", "url_password")
-
-    def __init__(
-        self,
-        *,
-        pem: re.Pattern[str],
-        url_password: re.Pattern[str],
-        bearer: re.Pattern[str],
-        key_value: re.Pattern[str],
-        tokens: re.Pattern[str],
-    ) -> None:
-        self.pem, self.url_password, self.bearer = pem, url_password, bearer
-        self.key_value, self.tokens = key_value, tokens
+    _: KW_ONLY
+    pem: re.Pattern[str]
+    url_password: re.Pattern[str]
+    bearer: re.Pattern[str]
+    key_value: re.Pattern[str]
+    tokens: re.Pattern[str]
 
 
 @functools.cache

@@ -29,9 +29,9 @@ def _options(argv: list[str], allowed: tuple[str, ...]) -> dict[str, str] | None
 
 
 def _print(value: object) -> None:
-    from melchior import jsonc
+    from melchior import strict_json
 
-    sys.stdout.write(jsonc.dumps(value) + "\n")
+    sys.stdout.write(strict_json.dumps(value) + "\n")
     sys.stdout.flush()
 
 

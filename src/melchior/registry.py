@@ -25,7 +25,7 @@ import fcntl
 import os
 import stat
 
-from melchior import jsonc, names, policy
+from melchior import names, policy, strict_json
 from melchior.limits import ID_MAX, PROJECT_DIGEST, SUN_PATH_MAX
 
 SUFFIXES = (".parent", ".key", ".report")
@@ -170,7 +170,7 @@ def mint(
     (those with a stored report) are not handed out again. `minter_key`, the digest of the
     minter's secret, is recorded beside its id."""
     fields = {"sha256": digest(token), "role": role, "minter": minter, "minter_key": minter_key}
-    body = jsonc.dumps(fields).encode()
+    body = strict_json.dumps(fields).encode()
     taken = {entry.partition(".")[0] for entry in os.listdir(directory)} | (avoid or set())
     for attempt in range(64):
         session_id = names.candidate(attempt, taken)
@@ -205,7 +205,7 @@ def _read_small(path: str) -> bytes | None:
 def read_key(directory: str, session_id: str) -> Key | None:
     raw = _read_small(join(directory, f"{session_id}.key"))
     try:
-        data = jsonc.loads(raw.decode("utf-8")) if raw is not None else None
+        data = strict_json.loads(raw.decode("utf-8")) if raw is not None else None
     except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict):

@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import Any
 
 from melchior import identity, registry, wire
 from melchior.server import Server, bind
-
-TYPE_CHECKING = False  # `typing` costs the boot of every session milliseconds
-if TYPE_CHECKING:
-    from typing import Any
 
 
 def _fail(out: Any, code: str) -> int:

@@ -24,14 +24,11 @@ import select
 import threading
 import time
 from collections.abc import Callable, Mapping
+from typing import Any, BinaryIO
 
-from melchior import limits, names, policy, registry, reports, slots, tasks, wire
+from melchior import client, identity, limits, names, policy, registry, reports, slots, tasks, wire
 from melchior.digests import same
 from melchior.limits import MAX_REPORT
-
-TYPE_CHECKING = False  # `typing` and `dataclasses` cost the boot of every session milliseconds
-if TYPE_CHECKING:
-    from typing import Any, BinaryIO
 
 SORTS = ("note", "attention", "report")
 
@@ -415,8 +412,6 @@ class Server:
 
     def _notify_parent(self, summary: dict[str, Any]) -> None:
         """A non-interrupting note to our parent that a new revision is stored."""
-        from melchior import client, identity  # only sessions with a parent need these
-
         if self.parent is None or self.parent_key is None:
             return
         parent = registry.read_key(self.directory, self.parent)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import struct
 
-from melchior import jsonc
+from melchior import strict_json
 from melchior.limits import (
     FAMILY,
     FRAME_HEADER,
@@ -134,7 +134,7 @@ def text_ok(value: object, limit: int = MAX_TEXT) -> bool:
 
 def encode_json(message: Message) -> bytes:
     """The canonical encoding: compact, keys sorted, UTF-8. Every codec writes exactly this."""
-    return jsonc.dumps(message).encode()
+    return strict_json.dumps(message).encode()
 
 
 def encode_socket(message: Message) -> bytes:
@@ -156,7 +156,7 @@ def encode_argv(message: Message) -> bytes:
 def parse(body: bytes, reader_family: int = FAMILY) -> Item:
     """One JSON document (a frame, a line, an argv stdout) to a checked message or refusal."""
     try:
-        value = jsonc.loads(body.decode("utf-8"))
+        value = strict_json.loads(body.decode("utf-8"))
         # A `\\uD800`-style escape can decode to a lone surrogate, which no UTF-8 text can
         # hold: refused here, where it enters, so that nothing downstream fails to encode it.
         if b"\\ud" in body or b"\\uD" in body:

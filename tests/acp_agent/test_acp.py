@@ -3,102 +3,24 @@
 import asyncio
 import json
 import subprocess
-import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
-from acp import PROTOCOL_VERSION, Client, RequestError, spawn_agent_process, text_block
-from acp.core import ClientSideConnection
+from acp import PROTOCOL_VERSION, RequestError, text_block
 from acp.schema import (
     AgentMessageChunk,
-    AllowedOutcome,
     FileEditToolCallContent,
-    RequestPermissionResponse,
     ToolCallProgress,
     ToolCallStart,
-    ToolCallUpdate,
     UserMessageChunk,
 )
 
 from magi_code import limits
 from magi_code.client import environment
-
-MAGI_CODE = str(Path(sys.executable).with_name("magi-code"))
-
-
-def script(*rounds: dict[str, Any]) -> str:
-    return "fixture:" + json.dumps(list(rounds))
-
-
-class RecordingClient:
-    """Records every update; answers permission requests from a list of option ids."""
-
-    def __init__(self) -> None:
-        self.updates: list[Any] = []
-        self.asked: list[ToolCallUpdate] = []
-        self.answers: list[str] = []
-        self.chunk = asyncio.Event()
-
-    async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
-        self.updates.append(update)
-        if isinstance(update, AgentMessageChunk):
-            self.chunk.set()
-
-    async def request_permission(
-        self, options: list[Any], session_id: str, tool_call: ToolCallUpdate, **_: Any
-    ) -> RequestPermissionResponse:
-        assert {o.option_id for o in options} == {"allow_once", "allow_always", "reject_once"}
-        self.asked.append(tool_call)
-        choice = self.answers.pop(0)
-        return RequestPermissionResponse(
-            outcome=AllowedOutcome(outcome="selected", option_id=choice)
-        )
-
-    def text(self) -> str:
-        return "".join(u.content.text for u in self.updates if isinstance(u, AgentMessageChunk))
-
-
-Agent = tuple[ClientSideConnection, RecordingClient]
-
-
-@asynccontextmanager
-async def agent(cwd: Path, home: Path) -> AsyncIterator[Agent]:
-    client = RecordingClient()
-    async with spawn_agent_process(
-        cast(Client, client),
-        MAGI_CODE,
-        "acp",
-        env=environment(home),
-        cwd=cwd,
-        transport_kwargs={"stderr": None},
-    ) as (conn, _process):
-        init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
-        assert init.protocol_version == PROTOCOL_VERSION
-        yield conn, client
-
-
-def run(scenario: Callable[[], Awaitable[None]]) -> None:
-    asyncio.run(asyncio.wait_for(scenario(), timeout=60))
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "workspace"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "mc-home"
-
-
-def records(home: Path, session_id: str) -> list[dict[str, Any]]:
-    raw = (home / "sessions" / f"{session_id}.jsonl").read_bytes()
-    return [json.loads(line) for line in raw.split(b"\n") if line]
+from support.acp import RecordingClient, agent, run, spawned
+from support.exec import MAGI_CODE
+from support.sessions import records, script
 
 
 def test_initialize_advertises_what_is_served(workspace: Path, home: Path) -> None:
@@ -292,14 +214,7 @@ def test_prompt_bounds_and_a_failed_turn(workspace: Path, home: Path) -> None:
 def test_sigterm_mid_prompt_records_the_cancel_and_exits(workspace: Path, home: Path) -> None:
     async def scenario() -> None:
         client = RecordingClient()
-        async with spawn_agent_process(
-            cast(Client, client),
-            MAGI_CODE,
-            "acp",
-            env=environment(home),
-            cwd=workspace,
-            transport_kwargs={"stderr": None},
-        ) as (conn, process):
+        async with spawned(workspace, home, client) as (conn, process):
             await conn.initialize(protocol_version=PROTOCOL_VERSION)
             session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
             sid = session.session_id

@@ -4,7 +4,6 @@ acpx and the ACP TypeScript SDK are installed once per test session under .cache
 (skipped, with the reason, only when npm is absent).
 """
 
-import shutil
 import subprocess
 import sys
 import time
@@ -26,41 +25,20 @@ from acp.schema import (
 )
 
 from magi_code.client import environment
-
-from .test_acp import agent, records, run, script
-from .test_host_io import TERMINAL, EditorClient, call, editor
+from support import npm
+from support.acp import TERMINAL, EditorClient, agent, run
+from support.exec import MAGI_CODE
+from support.sessions import call, records, script
 
 REPO = Path(__file__).resolve().parents[2]
-NPM_PREFIX = REPO / ".cache" / "npm-acp"
+NPM_PREFIX = npm.npm_prefix("npm-acp")
 PINNED = ("acpx@0.19.1", "@agentclientprotocol/sdk@2.4.0")
-MAGI_CODE = str(Path(sys.executable).with_name("magi-code"))
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "workspace"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "mc-home"
 
 
 @pytest.fixture(scope="session")
 def acpx() -> Path:
     binary = NPM_PREFIX / "node_modules" / ".bin" / "acpx"
-    if not binary.exists():
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.skip("npm is absent: acpx and the ACP TypeScript SDK cannot be installed")
-        subprocess.run(
-            [npm, "install", "--prefix", str(NPM_PREFIX), "--no-audit", "--no-fund", *PINNED],
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
+    npm.install(NPM_PREFIX, PINNED, binary.exists)
     return binary
 
 
@@ -158,7 +136,7 @@ def test_a_command_in_a_client_terminal_is_shown_in_its_tool_call(
     client = TerminalWatcher({})
 
     async def scenario() -> None:
-        async with editor(workspace, home, client, TERMINAL) as conn:
+        async with agent(workspace, home, client, TERMINAL) as (conn, _):
             session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
             client.answers = ["allow_once"]
             turn = script(call("shell", command="echo from-the-terminal"), {"text": "ok"})

@@ -12,9 +12,12 @@ import pytest
 from acp import PROTOCOL_VERSION, RequestError, image_block, text_block
 from PIL import Image
 
-from acp_agent.test_acp import agent, records, run
 from magi_code.tools.limits import PROMPT_IMAGES
-from providers.local_server import LocalServer, Reply, sse
+from providers.local_server import LocalServer, Reply
+from support.acp import agent, run
+from support.sessions import records
+from support.settings import local_provider
+from support.wires import anthropic_text
 
 
 def png(size: tuple[int, int]) -> bytes:
@@ -24,39 +27,17 @@ def png(size: tuple[int, int]) -> bytes:
 
 
 def answer(text: str) -> Reply:
-    def typed(kind: str, **fields: object) -> tuple[str, object]:
-        return (kind, {"type": kind, **fields})
-
-    body = sse(
-        typed("message_start", message={"usage": {"input_tokens": 1}}),
-        typed("content_block_start", index=0, content_block={"type": "text", "text": ""}),
-        typed("content_block_delta", index=0, delta={"type": "text_delta", "text": text}),
-        typed("content_block_stop", index=0),
-        typed("message_delta", delta={"stop_reason": "end_turn"}),
-        typed("message_stop"),
-    )
-    return Reply(chunks=[body], headers={"content-type": "text/event-stream"})
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "workspace"
-    path.mkdir()
-    return path
+    return Reply(chunks=[anthropic_text(text)], headers={"content-type": "text/event-stream"})
 
 
 def test_image_blocks_reach_the_model_and_bad_ones_are_refused(
     workspace: Path, tmp_path: Path
 ) -> None:
     home = tmp_path / "home"
-    home.mkdir()
     image = png((20, 10))
     encoded = base64.b64encode(image).decode()
     with LocalServer() as server:
-        (home / "settings.toml").write_text(
-            'provider = "local"\nmodel = "m"\n[providers.local]\nwire_api = "anthropic"\n'
-            f'base_url = "{server.url}/v1"\n'
-        )
+        local_provider(home, server, "anthropic")
         server.script("/v1/messages", answer("a green bar"), answer("alone"))
 
         async def scenario() -> None:

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from magi_code import limits
 from magi_code.acp.lines import judge
 from magi_code.client import environment
+from support.exec import MAGI_CODE
 
-MAGI_CODE = str(Path(sys.executable).with_name("magi-code"))
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 
 

@@ -10,10 +10,8 @@ from magi_code.tools.approvals import Asked
 from magi_code.tools.base import Access
 from magi_code.tools.grants import SessionGrants
 from magi_code.tools.sandbox.modes import support
-
-from .test_acp import agent, home, run, script, workspace
-
-__all__ = ["home", "workspace"]  # the fixtures
+from support.acp import agent, run
+from support.sessions import script
 
 
 def test_running_outside_the_sandbox_is_never_remembered() -> None:

@@ -7,7 +7,6 @@ neither the error nor stderr holds an exception's text."""
 import asyncio
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any, cast
 
@@ -16,8 +15,8 @@ from acp import PROTOCOL_VERSION, Client, RequestError, spawn_agent_process, tex
 from acp.schema import AgentMessageChunk
 
 from magi_code.client import environment
+from support.exec import MAGI_CODE
 
-MAGI_CODE = str(Path(sys.executable).with_name("magi-code"))
 WRONG_TYPES = {
     "provider_table": ("[provider]\nx = 1\n", "provider"),
     "provider_list": ("provider = [1]\n", "provider"),

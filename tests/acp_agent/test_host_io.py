@@ -2,164 +2,17 @@
 `initialize` (ACP `fs/*` and `terminal/*`), and the local disk for what it does not."""
 
 import asyncio
-import contextlib
 import json
-import os
-import signal
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, cast
 
 import pytest
-from acp import PROTOCOL_VERSION, Client, spawn_agent_process, text_block
-from acp.core import ClientSideConnection
-from acp.schema import (
-    ClientCapabilities,
-    CreateTerminalResponse,
-    FileSystemCapabilities,
-    ReadTextFileResponse,
-    TerminalExitStatus,
-    TerminalOutputResponse,
-    WaitForTerminalExitResponse,
-)
+from acp import text_block
 
 from magi_code.client import environment
 from magi_code.limits import ACP_FILE_BYTES
 from magi_code.tools.limits import SHELL_OUTPUT_BYTES
-
-from .test_acp import MAGI_CODE, RecordingClient, records, run, script
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "workspace"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "mc-home"
-
-
-class Terminal:
-    def __init__(self, process: asyncio.subprocess.Process, limit: int | None) -> None:
-        self.process, self.limit = process, limit
-        self.output = b""
-        self.reader = asyncio.create_task(self.read())
-
-    async def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        await self.process.wait()
-
-    async def read(self) -> None:
-        assert self.process.stdout is not None
-        self.output = await self.process.stdout.read()
-
-
-class EditorClient(RecordingClient):
-    """An editor: open buffers that differ from the disk, and terminals that run for real."""
-
-    def __init__(self, buffers: dict[str, str]) -> None:
-        super().__init__()
-        self.buffers = buffers
-        self.calls: list[tuple[str, Any]] = []  # in order, permission requests included
-        self.terminals: dict[str, Terminal] = {}
-        self.created = asyncio.Event()
-
-    async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
-        self.calls.append(("permission", kwargs["tool_call"].tool_call_id))
-        return await super().request_permission(*args, **kwargs)
-
-    async def read_text_file(self, session_id: str, path: str, **_: Any) -> ReadTextFileResponse:
-        self.calls.append(("read", path))
-        return ReadTextFileResponse(content=self.buffers.get(path, Path(path).read_text()))
-
-    async def write_text_file(self, session_id: str, path: str, content: str, **_: Any) -> None:
-        self.calls.append(("write", (path, content)))
-        self.buffers[path] = content
-
-    async def create_terminal(
-        self,
-        session_id: str,
-        command: str,
-        args: list[str] | None = None,
-        cwd: str | None = None,
-        output_byte_limit: int | None = None,
-        **_: Any,
-    ) -> CreateTerminalResponse:
-        self.calls.append(("create", (command, args, cwd, output_byte_limit)))
-        process = await asyncio.create_subprocess_exec(
-            command,
-            *(args or []),
-            cwd=cwd,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            env={**os.environ, "EDITOR_API_KEY": "editor-secret"},  # the client's own
-            start_new_session=True,  # its own group, so a kill takes the whole command
-        )
-        terminal_id = f"term-{len(self.terminals)}"
-        self.terminals[terminal_id] = Terminal(process, output_byte_limit)
-        self.created.set()
-        return CreateTerminalResponse(terminal_id=terminal_id)
-
-    async def wait_for_terminal_exit(
-        self, session_id: str, terminal_id: str, **_: Any
-    ) -> WaitForTerminalExitResponse:
-        self.calls.append(("wait", terminal_id))
-        code = await self.terminals[terminal_id].process.wait()
-        return WaitForTerminalExitResponse(exit_code=code)
-
-    async def terminal_output(
-        self, session_id: str, terminal_id: str, **_: Any
-    ) -> TerminalOutputResponse:
-        self.calls.append(("output", terminal_id))
-        terminal = self.terminals[terminal_id]
-        await terminal.reader
-        code = terminal.process.returncode
-        status = TerminalExitStatus(exit_code=code) if code is not None and code >= 0 else None
-        text = terminal.output.decode()
-        return TerminalOutputResponse(output=text, truncated=False, exit_status=status)
-
-    async def kill_terminal(self, session_id: str, terminal_id: str, **_: Any) -> None:
-        self.calls.append(("kill", terminal_id))
-        await self.terminals[terminal_id].kill()
-
-    async def release_terminal(self, session_id: str, terminal_id: str, **_: Any) -> None:
-        self.calls.append(("release", terminal_id))
-        terminal = self.terminals[terminal_id]
-        await terminal.kill()
-        await terminal.reader
-
-    def kinds(self) -> list[str]:
-        return [kind for kind, _ in self.calls]
-
-
-FILES = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True))
-TERMINAL = ClientCapabilities(terminal=True)
-
-
-@asynccontextmanager
-async def editor(
-    cwd: Path, home: Path, client: EditorClient, caps: ClientCapabilities | None
-) -> AsyncIterator[ClientSideConnection]:
-    async with spawn_agent_process(
-        cast(Client, client),
-        MAGI_CODE,
-        "acp",
-        env=environment(home),
-        cwd=cwd,
-        transport_kwargs={"stderr": None},
-    ) as (conn, _process):
-        await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=caps)
-        yield conn
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"tools": [{"name": name, "arguments": arguments}]}
+from support.acp import FILES, TERMINAL, EditorClient, agent, run
+from support.sessions import call, records, script
 
 
 def results(home: Path, session_id: str) -> dict[str, str]:
@@ -174,7 +27,7 @@ def test_a_client_with_fs_serves_reads_and_takes_writes(workspace: Path, home: P
     client = EditorClient({str(target): buffer})
 
     async def scenario() -> None:
-        async with editor(workspace, home, client, FILES) as conn:
+        async with agent(workspace, home, client, FILES) as (conn, _):
             session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
             sid = session.session_id
             client.answers = ["allow_once", "allow_once"]
@@ -208,7 +61,7 @@ def test_a_rejected_edit_never_reaches_the_client(workspace: Path, home: Path) -
     client = EditorClient({})
 
     async def scenario() -> None:
-        async with editor(workspace, home, client, FILES) as conn:
+        async with agent(workspace, home, client, FILES) as (conn, _):
             session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
             client.answers = ["reject_once"]
             turn = script(call("edit_file", path="notes.txt", old="red", new="blue"))
@@ -224,7 +77,7 @@ def test_a_client_with_a_terminal_runs_the_shell_there(workspace: Path, home: Pa
     line = 'echo in-terminal; pwd; echo "key=$EDITOR_API_KEY home=$HOME"; exit 3'
 
     async def scenario() -> None:
-        async with editor(workspace, home, client, TERMINAL) as conn:
+        async with agent(workspace, home, client, TERMINAL) as (conn, _):
             session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
             sid = session.session_id
             client.answers = ["allow_once"]
@@ -247,7 +100,7 @@ def test_a_cancelled_shell_kills_and_releases_its_terminal(workspace: Path, home
     client = EditorClient({})
 
     async def scenario() -> None:
-        async with editor(workspace, home, client, TERMINAL) as conn:
+        async with agent(workspace, home, client, TERMINAL) as (conn, _):
             session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
             sid = session.session_id
             client.answers = ["allow_once"]
@@ -268,7 +121,7 @@ def test_a_client_offering_nothing_leaves_the_tools_local(workspace: Path, home:
     client = EditorClient({str(target): "a buffer the agent must not see\n"})
 
     async def scenario() -> None:
-        async with editor(workspace, home, client, None) as conn:
+        async with agent(workspace, home, client, None) as (conn, _):
             session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
             sid = session.session_id
             client.answers = ["allow_once", "allow_once"]
@@ -297,7 +150,7 @@ def test_a_file_past_the_acp_bound_is_read_locally(
     client = EditorClient({str(target): "from the editor\n"})
 
     async def scenario() -> None:
-        async with editor(workspace, home, client, FILES) as conn:
+        async with agent(workspace, home, client, FILES) as (conn, _):
             session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
             turn = script(call("read_file", path="big.txt"))
             await conn.prompt(session_id=session.session_id, prompt=[text_block(turn)])
@@ -312,7 +165,7 @@ def test_a_terminal_past_its_timeout_is_killed_then_read(workspace: Path, home: 
     client = EditorClient({})
 
     async def scenario() -> None:
-        async with editor(workspace, home, client, TERMINAL) as conn:
+        async with agent(workspace, home, client, TERMINAL) as (conn, _):
             session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
             sid = session.session_id
             client.answers = ["allow_once"]

@@ -4,7 +4,6 @@ list of providers, `exec --provider` and `--image`, and `acp` refusing what is n
 
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,19 +13,18 @@ from magi_code.arguments import UsageError
 from magi_code.cli import APPROVAL_MODES, COMMANDS, launch_options
 from magi_code.client import environment
 from magi_code.exec import parse
-from magi_code.limits import PROMPT_BYTES
+from magi_code.limits import FACE_PROMPT_BYTES
 from magi_code.mission_control.driver import Launch
 from magi_code.tools.approval_modes import MODES
 from providers.test_imports import serve_imports_to_initialize
-
-MAGI = str(Path(sys.executable).with_name("magi-code"))
+from support.exec import MAGI_CODE
 
 
 def magi(
     home: Path, *args: str, stdin: object = subprocess.DEVNULL, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [MAGI, *args],
+        [MAGI_CODE, *args],
         stdin=stdin,
         capture_output=True,
         text=True,
@@ -56,6 +54,8 @@ HELP = [
     (["mcp", "add"], "usage: magi-code mcp add NAME"),
     (["sandbox"], "usage: magi-code sandbox"),
     (["acp"], "usage: magi-code acp"),
+    (["a2a"], "usage: magi-code a2a serve [OPTIONS] [WORKSPACE]"),
+    (["a2a", "serve"], "usage: magi-code a2a serve [OPTIONS] [WORKSPACE]"),
     (["serve"], "usage: magi-code serve --stdio"),
     (["help"], "usage: magi-code help"),
 ]
@@ -196,10 +196,10 @@ def test_the_prompt_becomes_the_first_message_of_the_launch() -> None:
     assert launch_options(["-V"]) is None
 
 
-def test_a_prompt_is_bounded_at_prompt_bytes() -> None:
-    at_bound = "x" * (PROMPT_BYTES - 2) + "é"  # é is two bytes
+def test_a_prompt_is_bounded_at_face_prompt_bytes() -> None:
+    at_bound = "x" * (FACE_PROMPT_BYTES - 2) + "é"  # é is two bytes
     assert launch_options([at_bound]) == Launch(first_prompt=at_bound)
-    with pytest.raises(UsageError, match=f"the PROMPT is over {PROMPT_BYTES} bytes"):
+    with pytest.raises(UsageError, match=f"the PROMPT is over {FACE_PROMPT_BYTES:,} bytes"):
         launch_options([at_bound + "x"])
     with pytest.raises(UsageError, match="--prompt is over"):
         launch_options(["--prompt", at_bound + "x"])
@@ -304,7 +304,7 @@ def test_a_closed_stdout_ends_quietly(tmp_path: Path, argv: list[str]) -> None:
     os.close(read_end)
     try:
         done = subprocess.run(
-            [MAGI, *argv],
+            [MAGI_CODE, *argv],
             stdin=subprocess.DEVNULL,
             stdout=write_end,
             stderr=subprocess.PIPE,

@@ -4,6 +4,7 @@ child's controlling terminal (so Ctrl-C is a real SIGINT, as at a shell): the ke
 its first screen; `acp` on a terminal; and `magi-code "PROMPT"` opening Mission Control with
 the prompt sent. Each ends cleanly: no traceback, 130 for Ctrl-C."""
 
+import signal
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ import pytest
 
 from magi_code.client import environment
 from mission_control.terminal import Terminal
+from support.exec import MAGI_CODE
 
 CTRL_C, CTRL_D = "\x03", "\x04"
 APP_STARTED = b"\x1b[?1000h"  # what Textual writes as it takes the terminal
@@ -67,13 +69,14 @@ def approved_slow_mcp_server(home: Path, marker: Path) -> None:
     """An enabled, approved stdio MCP server that never answers: startup waits on it."""
     server = home.parent / "slow_server.py"
     server.write_text(SLOW_SERVER)
-    magi = str(Path(sys.executable).with_name("magi-code"))
     env = environment(home)
     for args in (
         ["add", "slow", "--", sys.executable, str(server), str(marker)],
         ["approve", "slow"],
     ):
-        subprocess.run([magi, "mcp", *args], env=env, capture_output=True, check=True, timeout=60)
+        subprocess.run(
+            [MAGI_CODE, "mcp", *args], env=env, capture_output=True, check=True, timeout=60
+        )
 
 
 def test_ctrl_c_during_mission_control_startup(tmp_path: Path) -> None:
@@ -168,3 +171,39 @@ def test_a_prompt_argument_opens_mission_control_with_it_sent(tmp_path: Path) ->
     finally:
         terminal.close()
     assert "Traceback" not in terminal.raw.decode(errors="replace")
+
+
+def interrupted_while_loading(script: str) -> subprocess.CompletedProcess[bytes]:
+    """A Python process whose argv[0] is `script` imports magi_code, then gets a SIGINT before
+    any entry point runs, as Ctrl-C in the first milliseconds of `magi-code` lands."""
+    code = (
+        "import os, signal, sys, time\n"
+        "sys.argv[0] = sys.argv[1]\n"
+        "import magi_code.cli\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "time.sleep(5)\n"
+    )
+    return subprocess.run([sys.executable, "-c", code, script], capture_output=True, timeout=30)
+
+
+def test_ctrl_c_while_the_script_loads_ends_it_as_sigint_does() -> None:
+    done = interrupted_while_loading(MAGI_CODE)
+    assert done.returncode == -signal.SIGINT and b"Traceback" not in done.stderr
+
+
+def test_another_program_importing_magi_code_keeps_pythons_ctrl_c() -> None:
+    done = interrupted_while_loading("/usr/local/bin/some-tool")
+    assert done.returncode == -signal.SIGINT and b"KeyboardInterrupt" in done.stderr
+
+
+def test_after_loading_the_script_turns_ctrl_c_into_its_quiet_130(tmp_path: Path) -> None:
+    code = (
+        "import os, signal, sys\n"
+        "sys.argv[0] = sys.argv[1]\n"
+        "from magi_code import cli\n"
+        "cli.dispatch = lambda args: os.kill(os.getpid(), signal.SIGINT) or 0\n"
+        "sys.exit(cli.main(['--version']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, MAGI_CODE], capture_output=True, timeout=30)
+
+    assert done.returncode == 130 and b"Traceback" not in done.stderr

@@ -5,41 +5,18 @@ warns with the closest known key ("provder: did you mean `provider`?"), in the g
 trusted project's and an untrusted one's, and is said beside a refused model it explains."""
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from magi_code.client import environment
 from magi_code.config import settings, trust
+from support.exec import exec_run
 
-MAGI_CODE = str(Path(sys.executable).with_name("magi-code"))
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "ws"
-    (path / ".magi-code").mkdir(parents=True)
-    return path
+pytestmark = pytest.mark.usefixtures("settings_folders")  # home and workspace/.magi-code made
 
 
 def exec_in(workspace: Path, home: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [MAGI_CODE, "exec", "hi"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        cwd=workspace,
-        env=environment(home),
-        timeout=60,
-    )
+    return exec_run(["hi"], workspace, home, text=True)
 
 
 def refused(done: subprocess.CompletedProcess[str]) -> str:

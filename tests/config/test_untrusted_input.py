@@ -8,7 +8,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,8 +17,8 @@ from magi_code import cache
 from magi_code.client import LocalAgentClient, environment
 from magi_code.config import settings, trust
 from magi_code.limits import SETTINGS_SETTLED_NS
+from support.exec import exec_run, run_magi_code
 
-EXEC = [str(Path(sys.executable).with_name("magi-code")), "exec"]
 ANSWER = b"Hello from the fixture model.\n"
 DUPLICATE = '[permissions]\ndefault_write = "ask"\n[permissions]\ndefault_shell = "ask"\n'
 # (the project file's text, the key the warning names) for each bad input
@@ -69,28 +68,10 @@ MORE_BAD_VALUES = {
 
 
 def run(cwd: Path, home: Path) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [*EXEC, "hi"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=cwd,
-        env=environment(home),
-        timeout=60,
-    )
+    return exec_run(["hi"], cwd, home)
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "mc-home"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "workspace"
-    (path / ".magi-code").mkdir(parents=True)
-    return path
+pytestmark = pytest.mark.usefixtures("settings_folders")  # home and workspace/.magi-code made
 
 
 def project_file(workspace: Path) -> Path:
@@ -305,15 +286,8 @@ def test_serve_stdio_drops_silently_and_starts(home: Path, workspace: Path, text
 
 def test_models_warns_once_and_lists(home: Path, workspace: Path) -> None:
     project_file(workspace).write_text(DUPLICATE)
-    done = subprocess.run(
-        [str(Path(sys.executable).with_name("magi-code")), "models"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        cwd=workspace,
-        env=environment(home),
-        timeout=60,
-    )
+    done = run_magi_code(["models"], workspace, home, text=True)
+
     assert done.returncode == 0, done.stderr
     assert done.stdout == "fixture/fixture-model\n"
     assert done.stderr == (

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from magi_code.limits import MELCHIOR_START_MS
-
-from .turns import script
+from support.sessions import records, script
 
 
 def melchior_dirs(short: Path) -> dict[str, str]:
@@ -62,11 +61,6 @@ def agent_call(prompt: str, **more: Any) -> dict[str, Any]:
 
 def parent_script(*rounds: dict[str, Any]) -> str:
     return script(*rounds)
-
-
-def records(home: Path, session_id: str) -> list[dict[str, Any]]:
-    path = home / "sessions" / f"{session_id}.jsonl"
-    return [json.loads(line) for line in path.read_bytes().split(b"\n") if line]
 
 
 def tool_results(home: Path, session_id: str, name: str) -> list[dict[str, Any]]:

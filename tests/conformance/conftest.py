@@ -14,23 +14,14 @@ Spawn = Callable[..., LocalAgentClient]
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "workspace"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "mc-home"
-
-
-@pytest.fixture
-def spawn(workspace: Path, home: Path) -> Iterator[Spawn]:
+def spawn(workspace: Path, home: Path, tmp_path: Path) -> Iterator[Spawn]:
+    """Children of `serve --stdio`; one given MC_DEBUG_STDERR="1" keeps its stderr, and
+    `ChildGone` then tells its end (why the child exited)."""
     children: list[LocalAgentClient] = []
 
     def start(**extra: str) -> LocalAgentClient:
-        child = LocalAgentClient.spawn(cwd=workspace, env=environment(home, **extra))
+        kept = tmp_path / f"stderr-{len(children)}.txt" if extra.get("MC_DEBUG_STDERR") else None
+        child = LocalAgentClient.spawn(cwd=workspace, env=environment(home, **extra), stderr=kept)
         children.append(child)
         return child
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from magi_code import limits
-from magi_code.client import LocalAgentClient, environment, serve_command
+from magi_code.client import ChildGone, LocalAgentClient, environment, serve_command
 
 from .conftest import Spawn, frame, initialize
 
@@ -211,14 +211,14 @@ def test_eof_with_partial_frame_never_executes_it(spawn: Spawn, home: Path) -> N
 F_SETPIPE_SZ = 1031
 
 
-def stalled_child(workspace: Path, home: Path) -> subprocess.Popen[bytes]:
+def stalled_child(workspace: Path, home: Path, **extra: str) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(
         serve_command(),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=workspace,
-        env=environment(home),
+        env=environment(home, **extra),
     )
     assert process.stdout is not None
     fcntl.fcntl(process.stdout.fileno(), F_SETPIPE_SZ, 4096)
@@ -250,6 +250,19 @@ def test_pending_output_overflow_exits_1(workspace: Path, home: Path) -> None:
     assert process.stderr is not None and process.stderr.read() == b""
 
 
+@pytest.mark.parametrize(("requests", "why"), [(30, "deadline"), (200, "overflow")])
+def test_a_developer_is_told_why_output_failed(
+    workspace: Path, home: Path, requests: int, why: str
+) -> None:
+    """With MC_DEBUG_STDERR=1 (never on the wire), the exit 1 of an output failure says which."""
+    process = stalled_child(workspace, home, MC_DEBUG_STDERR="1")
+    assert process.stdin is not None and process.stderr is not None
+    process.stdin.write(b"".join(frame(f"q{i}", "status") for i in range(requests)))
+    process.stdin.flush()
+    assert process.wait(timeout=15) == 1
+    assert f"magi-code: output failed: {why}\n" in process.stderr.read().decode()
+
+
 def test_broken_output_exits_1(workspace: Path, home: Path) -> None:
     process = stalled_child(workspace, home)
     assert process.stdin is not None and process.stdout is not None
@@ -271,3 +284,15 @@ def test_status_is_answered_promptly_after_a_worst_case_frame(spawn: Spawn) -> N
     assert child.request("status", timeout=5)["readiness"] == "ready"
     assert time.monotonic() - started < 1.0
     assert error_of(child, None) == "invalid_request"
+
+
+def test_a_lost_child_says_its_exit_status_and_its_stderr(spawn: Spawn) -> None:
+    child = spawn(MC_DEBUG_STDERR="1")
+    initialize(child)
+    assert child.stderr is not None
+    deadline = time.monotonic() + 10
+    while "magi-code: warming" not in child.stderr.read_text() and time.monotonic() < deadline:
+        time.sleep(0.01)  # written once the initialize result is out
+    child.process.kill()
+    with pytest.raises(ChildGone, match=r"exit status: -9; its stderr ends: .*magi-code: "):
+        child.next_event(timeout=10)

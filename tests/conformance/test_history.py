@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from magi_code import limits
+from support.sessions import script
 
 from .conftest import Spawn, frame
 from .sessions_support import (
@@ -23,7 +24,7 @@ from .sessions_support import (
     session_file,
     write,
 )
-from .turns import attach, script, start, until
+from .turns import attach, start, until
 
 
 def stored(home: Path, workspace: Path, turns: int = 1) -> str:

@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 
 from providers.local_server import LocalServer, Reply, sse
+from support.sessions import script
+from support.settings import local_provider_settings
 
 from .conftest import Spawn
-from .turns import attach, pages, run, script
+from .turns import attach, pages, run
 
 REPLY = sse(
     (None, {"choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]}),
@@ -28,9 +30,7 @@ def test_additional_context_reaches_the_provider_request(
         server.script("/v1/chat/completions", Reply(chunks=[REPLY]))
         write(
             home / "settings.toml",
-            'provider = "local"\nmodel = "m"\n[providers.local]\nwire_api = "openai-chat"\n'
-            f'base_url = "{server.url}/v1"\n'
-            "[[hooks.session_start]]\n"
+            local_provider_settings(server) + "[[hooks.session_start]]\n"
             'command = """echo \'{"additional_context": "HOOK-SESSION-NOTE"}\'"""\n'
             "[[hooks.user_prompt_submit]]\n"
             'command = """echo \'{"additional_context": "HOOK-PROMPT-NOTE"}\'"""\n',

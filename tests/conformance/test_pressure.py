@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from magi_code.client import environment
+from support.sessions import script
 
-from .turns import PausableClient, attach, delta_parts, reconciled, script, start, until
+from .turns import PausableClient, attach, delta_parts, reconciled, start, until
 
 STALL_S = 0.4
 

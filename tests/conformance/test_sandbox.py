@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from magi_code.tools.sandbox.modes import support
+from support.sessions import script
 
 from .conftest import Spawn
-from .turns import attach, run, script, start, until
+from .turns import attach, run, start, until
 
 
 def shell(command: str) -> dict[str, object]:

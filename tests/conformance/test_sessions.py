@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from magi_code import limits
+from support.sessions import script
 
 from .conftest import Spawn, frame
 from .sessions_support import (
@@ -24,7 +25,7 @@ from .sessions_support import (
     sessions_dir,
     write,
 )
-from .turns import run, script, start, until
+from .turns import run, start, until
 
 MIB = 1024 * 1024
 

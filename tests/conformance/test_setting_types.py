@@ -6,12 +6,12 @@ wire and nothing on stderr."""
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from magi_code.client import LocalAgentClient, environment
+from support.exec import MAGI_CODE
 
 from .conftest import frame
 from .turns import attach, run
@@ -36,7 +36,7 @@ def settings_in(place: str, home: Path, workspace: Path, text: str) -> None:
 
 def initialize_once(workspace: Path, home: Path) -> tuple[dict[str, object], bytes]:
     """One `initialize` over real pipes: its answer, then (stdin closed) all of stderr."""
-    command = [str(Path(sys.executable).with_name("magi-code")), "serve", "--stdio"]
+    command = [MAGI_CODE, "serve", "--stdio"]
     child = subprocess.Popen(
         command,
         stdin=subprocess.PIPE,

@@ -11,9 +11,10 @@ from magi_code.client import ErrorResponse, LocalAgentClient
 from magi_code.config.credentials import CredentialStore
 from magi_code.runner.startup import admit
 from providers.local_server import LocalServer, Reply
+from support.sessions import script
 
 from .conftest import Spawn, initialize
-from .turns import attach, run, script, until
+from .turns import attach, run, until
 
 SECRET = "sk-test-SECRET-0123456789"
 

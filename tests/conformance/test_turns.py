@@ -12,9 +12,12 @@ import pytest
 
 from magi_code import limits
 from magi_code.client import ErrorResponse, LocalAgentClient, environment, serve_command
+from magi_code.tools.sandbox.modes import containment, support
+from support.escapes import machine_pid, mark
+from support.sessions import script
 
 from .conftest import Spawn, initialize
-from .turns import attach, pages, reconciled, run, script, start, until
+from .turns import attach, pages, reconciled, run, start, until
 
 RUN_KEYS = {"session_id", "run_id"}
 
@@ -143,22 +146,31 @@ def allow_shell(home: Path) -> None:
     )
 
 
+# Writes its pid and PID namespace to FILE, then sleeps: in the sandbox a command has a PID
+# namespace and a /proc of its own, so the test finds the machine's pid from outside.
+def mark_and_sleep(file: Path) -> str:
+    return mark(str(file)) + "; exec sleep 60"
+
+
 def test_cancel_during_a_tool_kills_it(spawn: Spawn, home: Path, workspace: Path) -> None:
+    """A turn cancelled mid-command ends the command, and (where the sandbox contains
+    commands) what it started in a new session too."""
     allow_shell(home)
     child = spawn()
     sid = attach(child)
-    marker = workspace / "pid"
-    command = f"echo $$ > {marker}; exec sleep 60"
+    marker, escaped = workspace / "pid", workspace / "escaped"
+    detached = f"setsid sh -c '{mark_and_sleep(escaped)}' > /dev/null 2>&1 &"
+    command = f"{detached} {mark_and_sleep(marker)}"
     run_id = start(
         child, sid, script({"tools": [{"name": "shell", "arguments": {"command": command}}]})
     )
     started = until(child, "activity")[-1].data
     assert started["state"] == "started" and started["name"] == "shell"
     deadline = time.monotonic() + 10
-    while not marker.exists() or not marker.read_text().strip():
+    while not all(f.exists() and f.read_text().strip() for f in (marker, escaped)):
         assert time.monotonic() < deadline
         time.sleep(0.01)
-    pid = int(marker.read_text())
+    pid, detached_pid = (machine_pid(f.read_text()) for f in (marker, escaped))
     child.request("turn.cancel", {"session_id": sid, "run_id": run_id})
     events = until(child, "run.finished")
     failed = [e.data for e in events if e.name == "activity"]
@@ -166,6 +178,11 @@ def test_cancel_during_a_tool_kills_it(spawn: Spawn, home: Path, workspace: Path
     assert events[-1].data["outcome"] == "cancelled"
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+    if support()[1] is None and containment() is None:  # the child's kernel is this one
+        with pytest.raises(ProcessLookupError):
+            os.kill(detached_pid, 0)
+    else:
+        os.kill(detached_pid, signal.SIGKILL)
 
 
 def write_script(path: str = "out.txt") -> str:
@@ -232,7 +249,7 @@ def test_disconnect_denies_a_waiting_approval(spawn: Spawn, workspace: Path) -> 
     assert not (workspace / "out.txt").exists()
 
 
-@pytest.mark.slow
+@pytest.mark.slow("waits out the 60 s approval expiry")
 def test_an_approval_expires_after_60_seconds_and_denies(spawn: Spawn, workspace: Path) -> None:
     child = spawn()
     sid = attach(child)
@@ -271,8 +288,9 @@ def test_provider_failure_fails_the_run(spawn: Spawn) -> None:
     assert list(reconciled(events).values()) == ["part"]
 
 
+@pytest.mark.slow("streams the 8 MiB run content bound through the real protocol")
 def test_content_limit_at_its_edge(spawn: Spawn) -> None:
-    child = spawn()
+    child = spawn(MC_DEBUG_STDERR="1")  # CI lost this child once: its stderr would say why
     sid = attach(child)
     piece = "abcd" * 1024  # 4096 bytes
     exact = limits.RUN_CONTENT_BYTES // len(piece)

@@ -13,9 +13,11 @@ from magi_code.limits import FRAME_BYTES
 from magi_code.providers.fixture import split_text
 from magi_code.redact import redact
 from providers.local_server import LocalServer, Reply, sse
+from support.sessions import script
+from support.settings import local_provider
 
 from .conftest import Spawn
-from .turns import attach, pages, reconciled, run, script, start
+from .turns import attach, pages, reconciled, run, start
 
 LONE = ["hi \ud800 there", "\ude00\ud83d reversed pair", "ends high \udbff", "\udc00"]
 
@@ -93,11 +95,7 @@ def test_a_lone_surrogate_over_the_openai_chat_wire_is_replaced(spawn: Spawn, ho
                 headers={"content-type": "text/event-stream"},
             ),
         )
-        home.mkdir()
-        (home / "settings.toml").write_text(
-            'provider = "local"\nmodel = "m"\n'
-            f'[providers.local]\nwire_api = "openai-chat"\nbase_url = "{server.url}/v1"\n'
-        )
+        local_provider(home, server)
         lone_surrogate_turn(spawn(), "hi")
 
 

@@ -1,6 +1,5 @@
 """Helpers for turn conformance tests: an attached child, scripted prompts, event capture."""
 
-import json
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -15,10 +14,6 @@ def attach(child: LocalAgentClient) -> str:
     initialize(child, "turn.start")
     session_id: str = child.request("session.create")["session_id"]
     return session_id
-
-
-def script(*rounds: dict[str, Any]) -> str:
-    return "fixture:" + json.dumps(list(rounds), ensure_ascii=False)
 
 
 def start(child: LocalAgentClient, session_id: str, prompt: str) -> str:

@@ -3,21 +3,16 @@ sources, the tools offered and every notice; `--agent` selects the profile; star
 are on the admitted snapshot for faces."""
 
 import subprocess
-import sys
 from pathlib import Path
 
-from magi_code.client import environment
 from magi_code.runner.startup import admit
+from support.exec import run_magi_code
 
 from .files import profile, skill
 
-SCRIPT = str(Path(sys.executable).with_name("magi-code"))
-
 
 def context(cwd: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [SCRIPT, *args], cwd=cwd, env=environment(home), capture_output=True, text=True, timeout=30
-    )
+    return run_magi_code(list(args), cwd, home, text=True, timeout=30)
 
 
 def test_prints_sources_in_order_redacted_with_notices(tmp_path: Path) -> None:
@@ -38,7 +33,10 @@ def test_prints_sources_in_order_redacted_with_notices(tmp_path: Path) -> None:
     assert headers[3].startswith("== skills: skill listing")
     assert "sk-abcdefghijklmnopqrstuvwxyz0123" not in out and "[REDACTED]" in out
     assert "- pdf: Work with PDF files" in out and "NEVER SHOWN HERE" not in out
-    offered = "read_file, write_file, edit_file, list_dir, glob, grep, shell, web_fetch, skill"
+    offered = (
+        "read_file, write_file, edit_file, list_dir, glob, grep, shell, web_fetch, update_plan, "
+        "skill"
+    )
     assert f"tools offered: {offered}" in out
     assert f"- {home / 'missing.md'}: instructions file not found" in out
     assert not (home / "sessions").exists()  # it only reads

@@ -11,6 +11,8 @@ import pytest
 from magi_code.client import ErrorResponse, Event, LocalAgentClient, environment
 from magi_code.context.profiles import DEFAULT_BODY
 from providers.local_server import LocalServer, Reply, sse
+from support.local_agent import one_turn
+from support.settings import local_provider_settings
 
 from .files import profile, skill, trust
 
@@ -35,10 +37,7 @@ def dirs(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 
 def provider_settings(server: LocalServer, extra: str = "") -> str:
-    return (
-        f'provider = "local"\nmodel = "m"\n{extra}\n[providers.local]\nwire_api = "openai-chat"\n'
-        f'base_url = "{server.url}/v1"\nmodels = ["m", "m2"]\n'
-    )
+    return local_provider_settings(server, top=extra, table='models = ["m", "m2"]\n')
 
 
 def text_reply(text: str = "ok") -> Reply:
@@ -69,14 +68,7 @@ def call_reply(name: str, arguments: dict[str, Any]) -> Reply:
 
 def turn(cwd: Path, home: Path, prompt: str = "go") -> list[Event]:
     """One turn in a fresh child; every event up to run.finished."""
-    with LocalAgentClient.spawn(cwd=cwd, env=environment(home)) as child:
-        child.request("initialize", {"required_capabilities": ["turn.start"]})
-        session = child.request("session.create")["session_id"]
-        child.request("turn.start", {"session_id": session, "prompt": prompt})
-        events = []
-        while not events or events[-1].name != "run.finished":
-            events.append(child.next_event(30))
-        return events
+    return one_turn(cwd, home, prompt)[0]
 
 
 def bodies(server: LocalServer) -> list[dict[str, Any]]:

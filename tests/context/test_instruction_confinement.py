@@ -12,7 +12,6 @@ trusted project's `instructions`, profiles and skills.
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,10 +21,10 @@ from magi_code.client import environment
 from magi_code.config import settings
 from magi_code.context import loader
 from magi_code.context.profiles import ProfileError
+from support.exec import MAGI_CODE
 
 from .files import profile, skill, trust
 
-SCRIPT = str(Path(sys.executable).with_name("magi-code"))
 ENV_SECRET = "environ-secret-copper-meadow-9"  # only in the child's environment
 KEY_SECRET = "ssh-secret-orchid-lantern-7"  # only in <fake home>/.ssh/id_ed25519
 STORE_SECRET = "store-secret-walnut-harbor-3"  # only in MC_HOME/credentials.json
@@ -53,7 +52,7 @@ class Clone:
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [SCRIPT, *args],
+            [MAGI_CODE, *args],
             cwd=self.cwd,
             env=self.env(),
             stdin=subprocess.DEVNULL,

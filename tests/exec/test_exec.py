@@ -11,64 +11,25 @@ from typing import Any
 
 import pytest
 
-from magi_code import limits
 from magi_code.client import environment
 from magi_code.records import field_names
 from magi_code.runner import events
+from support.exec import MAGI_CODE, exec_run, json_lines
+from support.sessions import records, script
 
-EXEC = [str(Path(sys.executable).with_name("magi-code")), "exec"]
 FIELDS = {
     name: {"session_id", "run_id", *field_names(kind)}
     for kind, name in (events.EVENT_NAMES | events.DETAIL_NAMES).items()
 }
 
 
-def script(*rounds: dict[str, Any]) -> str:
-    return "fixture:" + json.dumps(list(rounds))
-
-
-def run(
-    args: list[str], cwd: Path, home: Path, stdin: bytes | None = None
-) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [*EXEC, *args],
-        input=stdin,
-        stdin=None if stdin is not None else subprocess.DEVNULL,
-        capture_output=True,
-        cwd=cwd,
-        env=environment(home),
-        timeout=60,
-    )
-
-
-def lines(stdout: bytes) -> list[dict[str, Any]]:
-    """JSON Lines split on LF only (never str.splitlines)."""
-    assert stdout.endswith(b"\n")
-    return [json.loads(raw) for raw in stdout[:-1].split(b"\n")]
-
-
-def records(home: Path, session_id: str) -> list[dict[str, Any]]:
-    raw = (home / "sessions" / f"{session_id}.jsonl").read_bytes()
-    return [json.loads(line) for line in raw.split(b"\n") if line]
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "workspace"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "mc-home"
-
-
 def test_a_prompt_on_stdin_prints_the_final_text_only(workspace: Path, home: Path) -> None:
-    done = run([], workspace, home, stdin=b"say hello")
+    done = exec_run([], workspace, home, stdin=b"say hello")
     assert done.returncode == 0, done.stderr
     assert done.stdout == b"Hello from the fixture model.\n"
-    dashed = run(["-"], workspace, home, stdin=script({"text": "one"}, {"text": "two"}).encode())
+    dashed = exec_run(
+        ["-"], workspace, home, stdin=script({"text": "one"}, {"text": "two"}).encode()
+    )
     assert dashed.stdout == b"one\n"
 
 
@@ -77,7 +38,7 @@ def test_the_final_text_is_the_last_reply_after_tools(workspace: Path, home: Pat
         {"text": "looking first", "tools": [{"name": "list_dir", "arguments": {}}]},
         {"text": "all ", "deltas": 3},
     )
-    done = run([prompt], workspace, home)
+    done = exec_run([prompt], workspace, home)
     assert done.returncode == 0
     assert done.stdout == b"all \n"
     assert b"[list_dir completed]" in done.stderr  # progress goes to stderr
@@ -90,9 +51,9 @@ def test_json_lines_are_the_local_agent_events_after_one_session_line(
         {"text": "reading", "deltas": 2, "tools": [{"name": "list_dir", "arguments": {}}]},
         {"text": "done"},
     )
-    done = run(["--json", prompt], workspace, home)
+    done = exec_run(["--json", prompt], workspace, home)
     assert done.returncode == 0, done.stderr
-    parsed = lines(done.stdout)
+    parsed = json_lines(done.stdout)
     assert all(set(line) == {"event", "data"} for line in parsed)
     first = parsed[0]
     assert first["event"] == "session"
@@ -127,7 +88,7 @@ def test_json_lines_are_the_local_agent_events_after_one_session_line(
     ],
 )
 def test_exit_codes(workspace: Path, home: Path, args: list[str], code: int, says: bytes) -> None:
-    done = run(args, workspace, home)
+    done = exec_run(args, workspace, home)
     assert done.returncode == code, done.stderr
     assert says in done.stderr
     if code == 2:
@@ -137,7 +98,7 @@ def test_exit_codes(workspace: Path, home: Path, args: list[str], code: int, say
 def test_a_startup_failure_exits_2_with_what_to_do(workspace: Path, home: Path) -> None:
     home.mkdir()
     (home / "settings.toml").write_text("provider = [")
-    done = run(["hi"], workspace, home)
+    done = exec_run(["hi"], workspace, home)
     assert done.returncode == 2
     assert b"configuration_invalid" in done.stderr
     assert str(home / "settings.toml").encode() in done.stderr
@@ -151,7 +112,11 @@ def test_a_provider_without_a_key_names_the_login_command_and_the_variable(
     (home / "settings.toml").write_text('provider = "openai"\nmodel = "gpt-5"\n')
     env = {k: v for k, v in environment(home).items() if k != "OPENAI_API_KEY"}
     done = subprocess.run(
-        [*EXEC, "hi"], stdin=subprocess.DEVNULL, capture_output=True, cwd=workspace, env=env
+        [MAGI_CODE, "exec", "hi"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        cwd=workspace,
+        env=env,
     )
     assert done.returncode == 2 and done.stdout == b""
     assert done.stderr.decode().strip() == (
@@ -160,20 +125,9 @@ def test_a_provider_without_a_key_names_the_login_command_and_the_variable(
     )
 
 
-def test_the_prompt_limit_is_exact(workspace: Path, home: Path) -> None:
-    at_limit = run(["-"], workspace, home, stdin=b"x" * limits.PROMPT_BYTES)
-    assert at_limit.returncode == 0, at_limit.stderr
-    over = run(["-"], workspace, home, stdin=b"x" * (limits.PROMPT_BYTES + 1))
-    assert over.returncode == 2
-    assert f"over {limits.PROMPT_BYTES} bytes".encode() in over.stderr
-    over_arg = run(["x" * (limits.PROMPT_BYTES + 1)], workspace, home)
-    assert over_arg.returncode == 2
-    assert len(list((home / "sessions").glob("*.jsonl"))) == 1  # only the run at the limit
-
-
 def spawn_json(prompt: str, cwd: Path, home: Path, **pipes: Any) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [*EXEC, "--json", prompt],
+        [MAGI_CODE, "exec", "--json", prompt],
         stdin=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         cwd=cwd,
@@ -195,7 +149,7 @@ def test_a_signal_mid_stream_cancels_records_and_exits(
     child.send_signal(signal_number)
     rest, _ = child.communicate(timeout=30)
     assert child.returncode == code
-    parsed = seen + lines(rest)
+    parsed = seen + json_lines(rest)
     assert parsed[-1]["event"] == "run.finished"
     assert parsed[-1]["data"]["outcome"] == "cancelled"
     stored = records(home, parsed[0]["data"]["session_id"])
@@ -230,9 +184,9 @@ def write_round(path: str, content: str) -> dict[str, Any]:
 def test_the_default_mode_refuses_what_would_ask_and_says_so(workspace: Path, home: Path) -> None:
     target = workspace / "notes.txt"
     target.write_text("old")
-    done = run(["--json", script(write_round("notes.txt", "new"))], workspace, home)
+    done = exec_run(["--json", script(write_round("notes.txt", "new"))], workspace, home)
     assert done.returncode == 0, done.stderr
-    parsed = lines(done.stdout)
+    parsed = json_lines(done.stdout)
     names = [line["event"] for line in parsed]
     assert names.count("approval.requested") == 1
     (diagnostic,) = [line["data"] for line in parsed if line["event"] == "diagnostic"]
@@ -241,7 +195,7 @@ def test_the_default_mode_refuses_what_would_ask_and_says_so(workspace: Path, ho
     assert "--approval-mode edits" in diagnostic["summary"]
     assert names.index("approval.requested") < names.index("diagnostic")
     assert target.read_text() == "old"
-    text = run([script(write_round("notes.txt", "new"))], workspace, home)
+    text = exec_run([script(write_round("notes.txt", "new"))], workspace, home)
     assert b"approval_denied" in text.stderr  # said on stderr without --json
     assert target.read_text() == "old"
 
@@ -251,27 +205,27 @@ def test_edits_mode_allows_workspace_edits_only(workspace: Path, home: Path) -> 
     target.write_text("old")
     outside = workspace.parent / "outside.txt"
     edit = script(write_round("notes.txt", "new"))
-    done = run(["--approval-mode", "edits", edit], workspace, home)
+    done = exec_run(["--approval-mode", "edits", edit], workspace, home)
     assert done.returncode == 0, done.stderr
     assert target.read_text() == "new"
-    away = run(
+    away = exec_run(
         ["--approval-mode", "edits", script(write_round(str(outside), "x"))], workspace, home
     )
     assert b"approval_denied" in away.stderr
     assert not outside.exists()
     shell = {"tools": [{"name": "shell", "arguments": {"command": "touch made"}}]}
-    ran = run(["--approval-mode", "edits", script(shell)], workspace, home)
+    ran = exec_run(["--approval-mode", "edits", script(shell)], workspace, home)
     assert b"approval_denied" in ran.stderr
     assert not (workspace / "made").exists()
 
 
 def test_full_mode_allows_shell_but_never_a_protected_path(workspace: Path, home: Path) -> None:
     shell = {"tools": [{"name": "shell", "arguments": {"command": "touch made"}}]}
-    ran = run(["--approval-mode", "full", script(shell)], workspace, home)
+    ran = exec_run(["--approval-mode", "full", script(shell)], workspace, home)
     assert ran.returncode == 0, ran.stderr
     assert (workspace / "made").exists()
     (workspace / ".git").mkdir()
-    hook = run(
+    hook = exec_run(
         ["--approval-mode", "full", script(write_round(".git/config", "x"))], workspace, home
     )
     assert b"approval_denied" in hook.stderr
@@ -279,32 +233,36 @@ def test_full_mode_allows_shell_but_never_a_protected_path(workspace: Path, home
 
 
 def test_continue_and_session_resume_the_same_session(workspace: Path, home: Path) -> None:
-    first = lines(run(["--json", "first"], workspace, home).stdout)
+    first = json_lines(exec_run(["--json", "first"], workspace, home).stdout)
     session_id = first[0]["data"]["session_id"]
-    again = run(["--json", "--continue", "second"], workspace, home)
+    again = exec_run(["--json", "--continue", "second"], workspace, home)
     assert again.returncode == 0, again.stderr
-    assert lines(again.stdout)[0]["data"]["session_id"] == session_id
-    named = run(["--json", "--session", session_id, "third"], workspace, home)
-    assert lines(named.stdout)[0]["data"]["session_id"] == session_id
+    assert json_lines(again.stdout)[0]["data"]["session_id"] == session_id
+    named = exec_run(["--json", "--session", session_id, "third"], workspace, home)
+    assert json_lines(named.stdout)[0]["data"]["session_id"] == session_id
     prompts = [r["text"] for r in records(home, session_id) if r["type"] == "user"]
     assert prompts == ["first", "second", "third"]
     elsewhere = workspace.parent / "elsewhere"
     elsewhere.mkdir()
-    other = run(["--continue", "hi"], elsewhere, home)
+    other = exec_run(["--continue", "hi"], elsewhere, home)
     assert other.returncode == 2  # --continue never picks another folder's session
-    moved = run(["--session", session_id, "hi"], elsewhere, home)
+    moved = exec_run(["--session", session_id, "hi"], elsewhere, home)
     assert moved.returncode == 2
     assert b"cwd_mismatch" in moved.stderr
 
 
 def test_help_and_no_prompt_on_a_terminal(workspace: Path, home: Path) -> None:
-    helped = run(["--help"], workspace, home)
+    helped = exec_run(["--help"], workspace, home)
     assert helped.returncode == 0
     assert b"--approval-mode" in helped.stdout
     leader, follower = os.openpty()
     try:
         done = subprocess.run(
-            [*EXEC], stdin=follower, capture_output=True, cwd=workspace, env=environment(home)
+            [MAGI_CODE, "exec"],
+            stdin=follower,
+            capture_output=True,
+            cwd=workspace,
+            env=environment(home),
         )
     finally:
         os.close(leader)
@@ -315,7 +273,7 @@ def test_help_and_no_prompt_on_a_terminal(workspace: Path, home: Path) -> None:
 
 def test_a_closed_stdout_at_start_is_a_usage_error(workspace: Path, home: Path) -> None:
     done = subprocess.run(
-        ["sh", "-c", 'exec "$0" exec hi >&-', EXEC[0]],
+        ["sh", "-c", 'exec "$0" exec hi >&-', MAGI_CODE],
         stdin=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         cwd=workspace,

@@ -2,27 +2,17 @@
 answers and how to choose a real one (issue 28, item 2); nothing when a provider is chosen."""
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from magi_code.client import environment
+from support.exec import exec_run
 
-MAGI_CODE = str(Path(sys.executable).with_name("magi-code"))
 NOTICE = "no provider is configured: using the built-in test model `fixture`"
 
 
 def exec_hi(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [MAGI_CODE, "exec", *args, "hi"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=environment(tmp_path / "home"),
-        timeout=60,
-    )
+    return exec_run([*args, "hi"], tmp_path, tmp_path / "home", text=True)
 
 
 def test_the_fixture_by_default_is_said_once_with_what_to_do(tmp_path: Path) -> None:

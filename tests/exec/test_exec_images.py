@@ -9,18 +9,17 @@ instead. The session stores the image, so a later turn shows the model the same 
 import base64
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from PIL import Image
 
-from magi_code.client import environment
-from providers.local_server import LocalServer, Reply, sse
+from providers.local_server import LocalServer, Reply
+from support.exec import exec_run, json_lines
+from support.settings import local_provider
+from support.wires import WIRES, image_parts
 
-EXEC = [str(Path(sys.executable).with_name("magi-code")), "exec"]
 SSE = {"content-type": "text/event-stream"}
 READ = json.dumps({"path": "shot.png"})
 
@@ -31,123 +30,15 @@ def png(size: tuple[int, int] = (32, 24)) -> bytes:
     return buffer.getvalue()
 
 
-def typed(kind: str, **fields: object) -> tuple[str, object]:
-    return (kind, {"type": kind, **fields})
-
-
-def chat_call() -> bytes:
-    call = {"index": 0, "id": "call_1", "function": {"name": "read_file", "arguments": READ}}
-    return sse(
-        (None, {"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}),
-        (None, {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
-        (None, "[DONE]"),
-    )
-
-
-def chat_text(text: str) -> bytes:
-    end = {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": "stop"}]}
-    return sse((None, end), (None, "[DONE]"))
-
-
-def anthropic_stream(block: dict[str, object], delta: dict[str, object], stop: str) -> bytes:
-    return sse(
-        typed("message_start", message={"usage": {"input_tokens": 1}}),
-        typed("content_block_start", index=0, content_block=block),
-        typed("content_block_delta", index=0, delta=delta),
-        typed("content_block_stop", index=0),
-        typed("message_delta", delta={"stop_reason": stop}),
-        typed("message_stop"),
-    )
-
-
-def anthropic_call() -> bytes:
-    block = {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {}}
-    return anthropic_stream(block, {"type": "input_json_delta", "partial_json": READ}, "tool_use")
-
-
-def anthropic_text(text: str) -> bytes:
-    return anthropic_stream(
-        {"type": "text", "text": ""}, {"type": "text_delta", "text": text}, "end_turn"
-    )
-
-
-def responses_call() -> bytes:
-    item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "read_file"}
-    return sse(
-        typed("response.output_item.added", item=item),
-        typed("response.output_item.done", item={**item, "arguments": READ}),
-        typed("response.completed", response={}),
-    )
-
-
-def responses_text(text: str) -> bytes:
-    return sse(
-        typed("response.output_text.delta", delta=text), typed("response.completed", response={})
-    )
-
-
-WIRES = {
-    "openai-chat": ("/v1/chat/completions", chat_call, chat_text),
-    "anthropic": ("/v1/messages", anthropic_call, anthropic_text),
-    "openai-responses": ("/v1/responses", responses_call, responses_text),
-}
-
-
 def configure(home: Path, server: LocalServer, wire: str, images: bool | None) -> None:
-    home.mkdir(exist_ok=True)
     setting = "" if images is None else f"images = {str(images).lower()}\n"
-    (home / "settings.toml").write_text(
-        f'provider = "local"\nmodel = "m"\n[providers.local]\nwire_api = "{wire}"\n'
-        f'base_url = "{server.url}/v1"\n{setting}'
-    )
+    local_provider(home, server, wire, table=setting)
 
 
 def exec_json(workspace: Path, home: Path, *args: str) -> list[dict[str, Any]]:
-    done = subprocess.run(
-        [*EXEC, "--json", *args],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=workspace,
-        env=environment(home),
-        timeout=120,
-    )
+    done = exec_run(["--json", *args], workspace, home, timeout=120)
     assert done.returncode == 0, (done.stdout, done.stderr)
-    return [json.loads(raw) for raw in done.stdout[:-1].split(b"\n")]
-
-
-def image_parts(wire: str, body: dict[str, Any]) -> list[str]:
-    """The base64 data of every image part the request carries, in its wire's shape."""
-    found: list[str] = []
-    if wire == "openai-chat":
-        for message in body["messages"]:
-            content = message["content"]
-            for part in content if isinstance(content, list) else []:
-                if part["type"] == "image_url":
-                    found.append(part["image_url"]["url"].removeprefix("data:image/png;base64,"))
-    elif wire == "anthropic":
-        for message in body["messages"]:
-            for block in message["content"]:
-                inner = block.get("content") if block["type"] == "tool_result" else [block]
-                for part in inner if isinstance(inner, list) else []:
-                    if part["type"] == "image":
-                        assert part["source"]["type"] == "base64"
-                        assert part["source"]["media_type"] == "image/png"
-                        found.append(part["source"]["data"])
-    else:
-        for item in body["input"]:
-            parts = item.get("output") if item.get("type") == "function_call_output" else None
-            parts = parts if isinstance(parts, list) else item.get("content", [])
-            for part in parts if isinstance(parts, list) else []:
-                if part["type"] == "input_image":
-                    found.append(part["image_url"].removeprefix("data:image/png;base64,"))
-    return found
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "workspace"
-    path.mkdir()
-    return path
+    return json_lines(done.stdout)
 
 
 @pytest.mark.parametrize("wire", list(WIRES))
@@ -161,7 +52,7 @@ def test_an_image_read_reaches_the_model_as_the_wires_image_part(
         configure(tmp_path / "home", server, wire, True)
         server.script(
             path,
-            Reply(chunks=[call()], headers=SSE),
+            Reply(chunks=[call("read_file", READ)], headers=SSE),
             Reply(chunks=[text("a blue box")], headers=SSE),
         )
         lines = exec_json(workspace, tmp_path / "home", "--approval-mode", "edits", "look")
@@ -188,7 +79,9 @@ def test_a_model_that_takes_no_images_is_sent_their_description(
     with LocalServer() as server:
         configure(tmp_path / "home", server, wire, images)
         server.script(
-            path, Reply(chunks=[call()], headers=SSE), Reply(chunks=[text("ok")], headers=SSE)
+            path,
+            Reply(chunks=[call("read_file", READ)], headers=SSE),
+            Reply(chunks=[text("ok")], headers=SSE),
         )
         exec_json(workspace, tmp_path / "home", "--approval-mode", "edits", "look")
     second = server.requests[1].body.decode()
@@ -234,14 +127,8 @@ def test_exec_refuses_an_image_that_is_none_before_anything_starts(
     (workspace / "notes.png").write_text("not an image")
     home = tmp_path / "home"
     home.mkdir()
-    done = subprocess.run(
-        [*EXEC, "--image", "notes.png", "--image", "missing.png", "look"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=workspace,
-        env=environment(home),
-        timeout=60,
-    )
+    done = exec_run(["--image", "notes.png", "--image", "missing.png", "look"], workspace, home)
+
     assert done.returncode == 2
     assert (
         b"--image number 1 cannot be sent: it is not a PNG, JPEG, GIF or WebP image" in done.stderr

@@ -1,5 +1,6 @@
 """`magi-code exec` stays fast: a fixture turn loads no terminal UI, no MCP SDK (no server
-is enabled), no HTTP stack and no ACP SDK. (`ssl` comes with anyio's asyncio backend.)"""
+is enabled), no HTTP stack, no ACP SDK and no A2A server stack. (`ssl` comes with anyio's
+asyncio backend.)"""
 
 import json
 import subprocess
@@ -9,7 +10,8 @@ from pathlib import Path
 from magi_code.client import environment
 
 HTTP = ("magi_code.providers.client", "magi_code.providers.http1", "h11", "httpx2", "httpcore2")
-HEAVY = ("textual", "mcp", *HTTP, "pydantic", "acp", "magi_code.acp")
+A2A_SERVER = ("a2a", "uvicorn", "starlette", "sse_starlette")  # `magi-code a2a serve` only
+HEAVY = ("textual", "mcp", *HTTP, "pydantic", "acp", "magi_code.acp", *A2A_SERVER)
 LOADED = (
     "import json, sys\n"
     "from magi_code.exec import main\n"

@@ -6,44 +6,22 @@ turn (`[turn] max_rounds`: a turn that needs N requests completes, one that need
 stopped with `round_limit` and its last calls never run)."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from magi_code.client import environment
 from magi_code.redact import REDACTED
 from magi_code.runner.turn import tool_output
 from magi_code.tools.base import ToolOutcome
 from magi_code.tools.limits import EVENT_OUTPUT_BYTES
 from providers.local_server import LocalServer, Reply, sse
+from support.exec import exec_run, json_lines, named
+from support.settings import local_provider
 
-EXEC = [str(Path(sys.executable).with_name("magi-code")), "exec"]
 SSE_HEADERS = {"content-type": "text/event-stream"}
 CHAT = "/v1/chat/completions"
 SECRET = "hunter2-correct-horse-battery"
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "workspace"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "mc-home"
-
-
-def configure(home: Path, server: LocalServer, extra: str = "") -> None:
-    home.mkdir(exist_ok=True)
-    (home / "settings.toml").write_text(
-        f'provider = "local"\nmodel = "m"\n{extra}[providers.local]\n'
-        f'wire_api = "openai-chat"\nbase_url = "{server.url}/v1"\n'
-    )
 
 
 def usage(prompt: int, completion: int, cached: int) -> tuple[None, object]:
@@ -82,26 +60,15 @@ def text(said: str, spent: tuple[int, int, int] = (1, 1, 0)) -> Reply:
 def exec_json(
     workspace: Path, home: Path, mode: str, *more: str
 ) -> tuple[int, list[dict[str, Any]]]:
-    done = subprocess.run(
-        [*EXEC, "--json", "--approval-mode", mode, *more, "go"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=workspace,
-        env=environment(home),
-        timeout=120,
-    )
+    done = exec_run(["--json", "--approval-mode", mode, *more, "go"], workspace, home, timeout=120)
     assert done.stdout.endswith(b"\n"), done.stderr
-    return done.returncode, [json.loads(raw) for raw in done.stdout[:-1].split(b"\n")]
-
-
-def named(lines: list[dict[str, Any]], event: str) -> list[dict[str, Any]]:
-    return [line["data"] for line in lines if line["event"] == event]
+    return done.returncode, json_lines(done.stdout)
 
 
 def test_tool_output_usage_and_a_grant_by_the_mode_are_told(workspace: Path, home: Path) -> None:
     (workspace / "notes.txt").write_text(f"password = {SECRET}\nnothing else\n")
     with LocalServer() as server:
-        configure(home, server)
+        local_provider(home, server)
         server.script(
             CHAT,
             call("write_file", {"path": "out.txt", "content": "made"}, (100, 10, 40)),
@@ -148,7 +115,7 @@ def test_tool_output_usage_and_a_grant_by_the_mode_are_told(workspace: Path, hom
 
 def test_a_refusal_by_the_mode_is_no_grant(workspace: Path, home: Path) -> None:
     with LocalServer() as server:
-        configure(home, server)
+        local_provider(home, server)
         server.script(
             CHAT, call("write_file", {"path": "o.txt", "content": "x"}, (1, 1, 0)), text("ok")
         )
@@ -163,7 +130,7 @@ def test_a_refusal_by_the_mode_is_no_grant(workspace: Path, home: Path) -> None:
 def test_a_long_tool_output_is_cut_at_the_bound_and_says_so(workspace: Path, home: Path) -> None:
     (workspace / "long.txt").write_text("".join(f"line {n} of a long file\n" for n in range(3000)))
     with LocalServer() as server:
-        configure(home, server)
+        local_provider(home, server)
         server.script(CHAT, call("read_file", {"path": "long.txt"}, (1, 1, 0)), text("read"))
         status, lines = exec_json(workspace, home, "ask")
     assert status == 0, lines[-1]
@@ -198,7 +165,7 @@ def test_model_requests_per_turn_are_capped(
     calls = [call("list_dir", {"path": "."}, (1, 1, 0)) for _ in range(needed - 1)]
     with LocalServer() as server:
         setting = ROUNDS if given == "setting" else 50
-        configure(home, server, f"[turn]\nmax_rounds = {setting}\n")
+        local_provider(home, server, top=f"[turn]\nmax_rounds = {setting}\n")
         server.script(CHAT, *calls, text("listed"))
         flag = ["--max-rounds", str(ROUNDS)] if given == "flag" else []
         status, lines = exec_json(workspace, home, "ask", *flag)

@@ -9,14 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from magi_code.client import environment
 from magi_code.mcp.definitions import canonical_digest
-
-from .test_exec import home, workspace
-
-__all__ = ["home", "workspace"]  # the fixtures
-
-EXEC = [str(Path(sys.executable).with_name("magi-code")), "exec"]
+from support.exec import exec_run
 
 
 def planted(folder: Path, name: str, marker: Path) -> Path:
@@ -38,14 +32,7 @@ def approve(home: Path, name: str, server: dict[str, object]) -> None:
 
 
 def run(workspace: Path, home: Path, **env: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [*EXEC, "hi"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=workspace,
-        env=environment(home, **env),
-        timeout=60,
-    )
+    return exec_run(["hi"], workspace, home, **env)
 
 
 def test_python_dash_m_imports_nothing_from_the_clone(workspace: Path, home: Path) -> None:

@@ -4,36 +4,19 @@ refused: over the real `magi-code exec`, the fixture model calling the tools."""
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from magi_code.client import environment
+from support.exec import exec_run
+from support.sessions import call, script
 
-from .test_exec import home, workspace
-
-__all__ = ["home", "workspace"]  # the fixtures
-
-EXEC = [str(Path(sys.executable).with_name("magi-code")), "exec", "--json"]
 STORED = "sk-STORED-KEY-0123456789abcdef"
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"tools": [{"name": name, "arguments": arguments}]}
 
 
 def run(cwd: Path, home: Path, mode: str, *rounds: dict[str, Any], **env: str) -> str:
     """The run's stdout and every stored session line, as one text to search."""
-    prompt = "fixture:" + json.dumps(list(rounds))
-    done = subprocess.run(
-        [*EXEC, "--approval-mode", mode, prompt],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=cwd,
-        env=environment(home, **env),
-        timeout=60,
-    )
+    done = exec_run(["--json", "--approval-mode", mode, script(*rounds)], cwd, home, **env)
+
     assert done.returncode == 0, done.stderr
     stored = "".join(p.read_text() for p in (home / "sessions").glob("*.jsonl"))
     return done.stdout.decode() + stored

@@ -7,18 +7,16 @@ is named in that diagnostic and never runs (nor does any call of that answer). T
 `failed` with `execution_failed` (the spec's run outcomes and error codes), its text kept.
 """
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from magi_code.client import environment
 from providers.local_server import LocalServer, Reply, sse
+from support.exec import exec_run, json_lines, named
+from support.settings import local_provider
+from support.wires import typed
 
-EXEC = [str(Path(sys.executable).with_name("magi-code")), "exec"]
 SSE_HEADERS = {"content-type": "text/event-stream"}
 PATHS = {
     "anthropic": "/v1/messages",
@@ -28,10 +26,6 @@ PATHS = {
 CUT_ARGUMENTS = '{"path": "cut.txt", "content": "the first half of a lo'  # never closed
 
 Events = tuple[tuple[str | None, object], ...]
-
-
-def typed(kind: str, **fields: object) -> tuple[str, object]:
-    return (kind, {"type": kind, **fields})
 
 
 # ---- recorded streams (the shapes the official SDKs' fixtures show) ----------------------
@@ -238,41 +232,10 @@ STOPS: dict[str, tuple[str, Events, str, str, bool]] = {
 }
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "workspace"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "mc-home"
-
-
-def configure(home: Path, server: LocalServer, wire: str) -> None:
-    home.mkdir(exist_ok=True)
-    (home / "settings.toml").write_text(
-        f'provider = "local"\nmodel = "m"\n[providers.local]\nwire_api = "{wire}"\n'
-        f'base_url = "{server.url}/v1"\n'
-    )
-
-
 def exec_json(workspace: Path, home: Path, prompt: str) -> tuple[int, list[dict[str, Any]]]:
-    done = subprocess.run(
-        [*EXEC, "--json", "--approval-mode", "full", prompt],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=workspace,
-        env=environment(home),
-        timeout=120,
-    )
+    done = exec_run(["--json", "--approval-mode", "full", prompt], workspace, home, timeout=120)
     assert done.stdout.endswith(b"\n"), done.stderr
-    return done.returncode, [json.loads(raw) for raw in done.stdout[:-1].split(b"\n")]
-
-
-def named(lines: list[dict[str, Any]], event: str) -> list[dict[str, Any]]:
-    return [line["data"] for line in lines if line["event"] == event]
+    return done.returncode, json_lines(done.stdout)
 
 
 @pytest.mark.parametrize("stop", list(STOPS))
@@ -281,7 +244,7 @@ def test_a_stop_short_of_an_answer_is_told_and_its_calls_never_run(
 ) -> None:
     wire, events, code, text, cut_call = STOPS[stop]
     with LocalServer() as server:
-        configure(home, server, wire)
+        local_provider(home, server, wire)
         after = Reply(chunks=[b"data: never asked\n\n"], headers=SSE_HEADERS)
         server.script(PATHS[wire], Reply(chunks=[sse(*events)], headers=SSE_HEADERS), after)
         status, lines = exec_json(workspace, home, "write cut.txt")

@@ -4,8 +4,6 @@ offered outside it (and only `full` takes the offer), and with no Landlock `auto
 
 import json
 import shutil
-import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,22 +11,14 @@ from typing import Any
 
 import pytest
 
-from magi_code.client import environment
-from magi_code.tools.sandbox.modes import support
-
-from .test_exec import home, workspace
-
-__all__ = ["home", "workspace"]  # the fixtures
-
-EXEC = [str(Path(sys.executable).with_name("magi-code")), "exec"]
+from magi_code.tools.sandbox.modes import containment, support
+from support import escapes
+from support.exec import exec_run, json_lines, named
+from support.sessions import script
 
 pytestmark = pytest.mark.skipif(
     support()[1] is not None, reason=f"no Landlock on this kernel: {support()[1]}"
 )
-
-
-def script(*rounds: dict[str, Any]) -> str:
-    return "fixture:" + json.dumps(list(rounds))
 
 
 def shell(command: str) -> dict[str, Any]:
@@ -36,20 +26,9 @@ def shell(command: str) -> dict[str, Any]:
 
 
 def run(args: list[str], cwd: Path, home: Path, **env: str) -> list[dict[str, Any]]:
-    done = subprocess.run(
-        [*EXEC, "--json", *args],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=cwd,
-        env=environment(home, **env),
-        timeout=60,
-    )
+    done = exec_run(["--json", *args], cwd, home, **env)
     assert done.returncode == 0, done.stderr
-    return [json.loads(line) for line in done.stdout.splitlines()]
-
-
-def named(lines: list[dict[str, Any]], event: str) -> list[dict[str, Any]]:
-    return [line["data"] for line in lines if line["event"] == event]
+    return json_lines(done.stdout)
 
 
 def test_auto_runs_a_sandboxed_command_and_a_workspace_edit_unasked(
@@ -126,15 +105,50 @@ def test_without_landlock_auto_asks_says_so_once_and_code_mode_refuses(
     assert "sandbox_unavailable" in text and "ran" not in text.split("sandbox_unavailable")[-1]
 
 
+@pytest.fixture
+def armed(workspace: Path) -> Iterator[dict[str, str]]:
+    """The escapes of tests/support/escapes.py armed in the workspace; what they marked
+    (filled in by the test), any still running killed afterwards."""
+    escapes.arm(workspace)
+    found: dict[str, str] = {}
+    yield found
+    for marked in found.values():
+        escapes.end(marked)
+
+
+def test_nothing_a_command_starts_outlives_exec(
+    workspace: Path, home: Path, armed: dict[str, str]
+) -> None:
+    """The model's command leaves processes every way out of its group; when its call ends
+    (and exec with it), none runs."""
+    if containment() is not None:
+        pytest.skip(f"this kernel gives no PID namespace here: {containment()}")
+    lines = run(["--approval-mode", "auto", script(shell(escapes.ATTACK))], workspace, home)
+    armed.update(escapes.marks(workspace))
+    assert escapes.survivors(armed) == []
+    [output] = named(lines, "tool.output")
+    assert output["ok"] and output["output"].startswith("escaped\n"), output
+    assert "sandbox_unavailable" not in {d["code"] for d in named(lines, "diagnostic")}
+
+
+def test_without_a_pid_namespace_exec_says_so_once(
+    workspace: Path, home: Path, armed: dict[str, str]
+) -> None:
+    """MC_NO_PID_NAMESPACE=1, as where the kernel refuses one: said once, in the first turn's
+    diagnostic and with each command's status; the command runs, confined, uncontained."""
+    command = script(shell(escapes.ATTACK), shell("echo again"))
+    lines = run(["--approval-mode", "auto", command], workspace, home, MC_NO_PID_NAMESPACE="1")
+    armed.update(escapes.marks(workspace))
+    notices = [d for d in named(lines, "diagnostic") if d["code"] == "sandbox_unavailable"]
+    assert len(notices) == 1
+    assert "cannot contain a command's processes" in notices[0]["summary"]
+    said = "processes not contained (MC_NO_PID_NAMESPACE=1 turns PID namespaces off)"
+    assert all(said in output["output"] for output in named(lines, "tool.output"))
+    assert "setsid" in escapes.survivors(armed)  # the old gap: the fixture ends them
+
+
 def test_a_bad_sandbox_mode_is_a_usage_error(workspace: Path, home: Path) -> None:
-    done = subprocess.run(
-        [*EXEC, "--sandbox", "open", "hi"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=workspace,
-        env=environment(home),
-        timeout=60,
-    )
+    done = exec_run(["--sandbox", "open", "hi"], workspace, home)
     assert done.returncode == 2
     assert b"--sandbox takes read-only, workspace-write or full-access" in done.stderr
 
@@ -173,14 +187,8 @@ def test_the_code_mode_escapes_fail_end_to_end(workspace: Path, home: Path, tmp_
     (home / "settings.toml").write_text("code_mode = true\n")
     (home / "credentials.json").write_text('{"openai": "sk-STORED-SECRET"}')
     program = {"tools": [{"name": "code", "arguments": {"program": ESCAPE}}]}
-    done = subprocess.run(
-        [*EXEC, "--json", script(program)],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=workspace,
-        env=environment(home, HOME=str(user)),
-        timeout=60,
-    )
+    done = exec_run(["--json", script(program)], workspace, home, HOME=str(user))
+
     assert done.returncode == 0, done.stderr
     stored = "".join(p.read_text() for p in (home / "sessions").glob("*.jsonl"))
     (result,) = [

@@ -7,14 +7,12 @@ every key in process."""
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from magi_code.client import environment
+from support.exec import exec_run
 
-EXEC = [str(Path(sys.executable).with_name("magi-code")), "exec"]
 ANSWER = b"Hello from the fixture model.\n"
 # (the file's text, the key the warning and the error name)
 WRONG_TYPES = {
@@ -27,28 +25,10 @@ PYTHON_TEXT = re.compile(rb"Traceback|\w+(Error|Exception)\b|unhashable|object h
 
 
 def run(workspace: Path, home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [*EXEC, *args, "hi"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=workspace,
-        env=environment(home, **env),
-        timeout=60,
-    )
+    return exec_run([*args, "hi"], workspace, home, **env)
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "mc-home"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "workspace"
-    (path / ".magi-code").mkdir(parents=True)
-    return path
+pytestmark = pytest.mark.usefixtures("settings_folders")  # home and workspace/.magi-code made
 
 
 def settings_in(place: str, home: Path, workspace: Path, text: str) -> Path:

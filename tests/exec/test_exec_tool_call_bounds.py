@@ -6,8 +6,6 @@ history and the next request keep a stub); a model repeating a 10 MiB call ends 
 has activity identities runs none of them and says so in a diagnostic."""
 
 import json
-import subprocess
-import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,26 +17,17 @@ from magi_code.client import LocalAgentClient, environment
 from magi_code.runner.turn import OVERSIZE_SUMMARY, OVERSIZE_TOLD
 from magi_code.tools.limits import ARGUMENTS_BYTES
 from providers.local_server import LocalServer, Reply, sse
+from support.exec import exec_run, json_lines, named
+from support.sessions import records
+from support.settings import local_provider
+from support.wires import typed
 
-EXEC = [str(Path(sys.executable).with_name("magi-code")), "exec"]
 SSE_HEADERS = {"content-type": "text/event-stream"}
 PIECE = 1024  # argument bytes per streamed delta: a model sends them in small pieces
 MIB = 1024 * 1024
 PEAK_RSS_BOUND = 150 * MIB
 
 Events = tuple[tuple[str | None, object], ...]
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "workspace"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "mc-home"
 
 
 def pieces(arguments: str) -> list[str]:
@@ -76,11 +65,6 @@ def chat_call(arguments: str, calls: int = 1, name: str = "write_file") -> Event
 def chat_text(text: str) -> Events:
     end = {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": "stop"}]}
     return ((None, end), (None, "[DONE]"))
-
-
-def typed(kind: str, **fields: object) -> tuple[str, object]:
-    """One event of the typed-event wires (Anthropic, Responses): named as its type."""
-    return (kind, {"type": kind, **fields})
 
 
 def anthropic_blocks(
@@ -139,28 +123,15 @@ def reply(events: Events) -> Reply:
     return Reply(chunks=[sse(*events)], headers=SSE_HEADERS)
 
 
-def configure(home: Path, server: LocalServer, wire: str) -> None:
-    home.mkdir(exist_ok=True)
-    (home / "settings.toml").write_text(
-        f'provider = "local"\nmodel = "m"\n[providers.local]\nwire_api = "{wire}"\n'
-        f'base_url = "{server.url}/v1"\n'
-    )
-
-
 def exec_json(
     workspace: Path, home: Path, prompt: str, *args: str
 ) -> tuple[int, list[dict[str, Any]]]:
     """Run `magi-code exec --json`: its exit code and its JSON lines."""
-    done = subprocess.run(
-        [*EXEC, "--json", "--approval-mode", "edits", *args, prompt],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=workspace,
-        env=environment(home),
-        timeout=120,
+    done = exec_run(
+        ["--json", "--approval-mode", "edits", *args, prompt], workspace, home, timeout=120
     )
     assert done.stdout.endswith(b"\n"), done.stderr
-    return done.returncode, [json.loads(raw) for raw in done.stdout[:-1].split(b"\n")]
+    return done.returncode, json_lines(done.stdout)
 
 
 def peak_rss(pid: int) -> int:
@@ -172,14 +143,8 @@ def peak_rss(pid: int) -> int:
     raise AssertionError("no VmHWM")
 
 
-def named(lines: list[dict[str, Any]], event: str) -> list[dict[str, Any]]:
-    return [line["data"] for line in lines if line["event"] == event]
-
-
 def session_records(home: Path, lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    session_id = lines[0]["data"]["session_id"]
-    raw = (home / "sessions" / f"{session_id}.jsonl").read_bytes()
-    return [json.loads(line) for line in raw.split(b"\n") if line]
+    return records(home, lines[0]["data"]["session_id"])
 
 
 @pytest.mark.parametrize("wire", list(WIRES))
@@ -188,7 +153,7 @@ def test_arguments_at_the_bound_run_and_one_byte_more_is_a_stub(
 ) -> None:
     wire_api, path, call, text = WIRES[wire]
     with LocalServer() as server:
-        configure(home, server, wire_api)
+        local_provider(home, server, wire_api)
         server.script(path, reply(call(write_call(ARGUMENTS_BYTES))), reply(text("written")))
         code, lines = exec_json(workspace, home, "write it")
         assert code == 0, lines[-1]
@@ -215,6 +180,7 @@ def test_arguments_at_the_bound_run_and_one_byte_more_is_a_stub(
     assert OVERSIZE_TOLD in tool["result"]
 
 
+@pytest.mark.slow("streams 10 MiB tool calls until the run content bound stops them")
 def test_a_model_repeating_a_10_mib_call_ends_with_content_limit_and_stays_small(
     workspace: Path, home: Path
 ) -> None:
@@ -223,7 +189,7 @@ def test_a_model_repeating_a_10_mib_call_ends_with_content_limit_and_stays_small
     the child grew by hundreds of megabytes and the turn did not end."""
     huge = chat_call(write_call(10 * MIB))
     with LocalServer() as server:
-        configure(home, server, "openai-chat")
+        local_provider(home, server, "openai-chat")
         server.script("/v1/chat/completions", *[reply(huge) for _ in range(3)])
         with LocalAgentClient.spawn(cwd=workspace, env=environment(home)) as child:
             child.request("initialize", {"required_capabilities": ["turn.start"]})
@@ -249,7 +215,7 @@ def test_more_tool_calls_than_activity_identities_run_none_and_say_so(
 ) -> None:
     calls = 5000
     with LocalServer() as server:
-        configure(home, server, "openai-chat")
+        local_provider(home, server, "openai-chat")
         many = chat_call("{}", calls=calls, name="list_dir")
         server.script("/v1/chat/completions", reply(many), reply(chat_text("after")))
         code, lines = exec_json(workspace, home, "list a lot")

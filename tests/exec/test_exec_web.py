@@ -8,59 +8,31 @@ shapes the providers document passes through, and the sources it cites end the r
 session keeps them."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from magi_code.client import environment
 from magi_code.providers.limits import ANTHROPIC_WEB_SEARCHES
 from providers.local_server import LocalServer, Reply, sse
+from support import sessions
+from support.exec import exec_run, json_lines
+from support.settings import local_provider
+from support.wires import typed
 
-EXEC = [str(Path(sys.executable).with_name("magi-code")), "exec"]
 SSE = {"content-type": "text/event-stream"}
 CITED = "https://docs.python.org/3/whatsnew/3.14.html"
 SOURCES = f"\n\nSources:\n- [What’s New In Python 3.14]({CITED})"
 
 
-def typed(kind: str, **fields: object) -> tuple[str, object]:
-    return (kind, {"type": kind, **fields})
-
-
-def configure(home: Path, server: LocalServer, wire: str, extra: str = "") -> None:
-    home.mkdir(exist_ok=True)
-    (home / "settings.toml").write_text(
-        f'provider = "local"\nmodel = "m"\n{extra}\n[providers.local]\nwire_api = "{wire}"\n'
-        f'base_url = "{server.url}/v1"\n'
-    )
-
-
 def exec_json(workspace: Path, home: Path, *args: str) -> list[dict[str, Any]]:
-    done = subprocess.run(
-        [*EXEC, "--json", *args],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=workspace,
-        env=environment(home),
-        timeout=120,
-    )
+    done = exec_run(["--json", *args], workspace, home, timeout=120)
     assert done.stdout.endswith(b"\n"), done.stderr
-    return [json.loads(raw) for raw in done.stdout[:-1].split(b"\n")]
+    return json_lines(done.stdout)
 
 
 def records(home: Path, lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    session_id = lines[0]["data"]["session_id"]
-    raw = (home / "sessions" / f"{session_id}.jsonl").read_bytes()
-    return [json.loads(line) for line in raw.split(b"\n") if line]
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "workspace"
-    path.mkdir()
-    return path
+    return sessions.records(home, lines[0]["data"]["session_id"])
 
 
 # ---- web_fetch and the network permission ---------------------------------------------------
@@ -104,7 +76,7 @@ def test_a_fetch_is_asked_about_so_exec_refuses_it_by_default(
 ) -> None:
     home = tmp_path / "home"
     with LocalServer() as server:
-        configure(home, server, "openai-chat", ALLOW_PRIVATE)
+        local_provider(home, server, "openai-chat", top=ALLOW_PRIVATE)
         server.script("/v1/chat/completions", fetch_call(f"{server.url}/docs"), chat_text("no"))
         lines = exec_json(workspace, home, "read the docs")
         assert [r.path for r in server.requests] == ["/v1/chat/completions"] * 2  # no /docs
@@ -117,7 +89,7 @@ def test_an_allow_rule_by_domain_runs_it_and_the_page_reaches_the_model_as_markd
 ) -> None:
     home = tmp_path / "home"
     with LocalServer() as server:
-        configure(home, server, "openai-chat", ALLOW_PRIVATE + ALLOW_LOOPBACK)
+        local_provider(home, server, "openai-chat", top=ALLOW_PRIVATE + ALLOW_LOOPBACK)
         server.script(
             "/docs", Reply(200, [PAGE], {"content-type": "text/html"}, content_length=True)
         )
@@ -142,7 +114,7 @@ def test_without_allow_private_a_rule_still_reaches_no_local_address(
 ) -> None:
     home = tmp_path / "home"
     with LocalServer() as server:
-        configure(home, server, "openai-chat", ALLOW_LOOPBACK)
+        local_provider(home, server, "openai-chat", top=ALLOW_LOOPBACK)
         server.script("/docs", Reply(200, [PAGE], {"content-type": "text/html"}))
         server.script("/v1/chat/completions", fetch_call(f"{server.url}/docs"), chat_text("no"))
         exec_json(workspace, home, "read the docs")
@@ -302,7 +274,7 @@ def test_a_provider_search_passes_through_and_its_citations_are_kept(
     path, answer, tool = SEARCH[wire]
     home = tmp_path / "home"
     with LocalServer() as server:
-        configure(home, server, wire, "[web]\nsearch = true\n")
+        local_provider(home, server, wire, top="[web]\nsearch = true\n")
         server.script(path, answer())
         lines = exec_json(workspace, home, "when was python 3.14 released?")
     assert lines[-1]["data"]["outcome"] == "completed"
@@ -320,7 +292,7 @@ def test_without_the_setting_no_search_tool_is_offered(
     path, answer, tool = SEARCH[wire]
     home = tmp_path / "home"
     with LocalServer() as server:
-        configure(home, server, wire)
+        local_provider(home, server, wire)
         server.script(path, answer())
         exec_json(workspace, home, "when?")
     tools = json.loads(server.requests[0].body)["tools"]

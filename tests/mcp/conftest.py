@@ -1,8 +1,7 @@
 """Fixtures for MCP tests: settings tables that run the real echo server; real HTTP servers;
-the reference server `@modelcontextprotocol/server-everything`, installed from npm once."""
+the reference servers `@modelcontextprotocol/server-everything` and `server-filesystem`,
+installed from npm once."""
 
-import shutil
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -10,36 +9,37 @@ from pathlib import Path
 import pytest
 from mcp_harness import ECHO_SERVER, Definition, HttpServer
 
-REPO = Path(__file__).resolve().parents[2]
-EVERYTHING_VERSION = "2026.8.31"  # pinned: its tool names and answers are what the tests read
-NPM_PREFIX = REPO / ".cache" / "npm-mcp"
-EVERYTHING = NPM_PREFIX / "node_modules" / "@modelcontextprotocol" / "server-everything"
+from support import npm
+
+# Pinned: their tool names and answers are what the tests read.
+EVERYTHING_VERSION = "2026.8.31"
+FILESYSTEM_VERSION = "2026.8.31"
+NPM_PREFIX = npm.npm_prefix("npm-mcp")
+
+
+def npm_server(name: str, version: str) -> Path:
+    """The entry point of `@modelcontextprotocol/<name>` at `version`, installed by npm on
+    first use; the test is skipped, saying why, when npm or node is absent."""
+    folder = NPM_PREFIX / "node_modules" / "@modelcontextprotocol" / name
+    entry, package = folder / "dist" / "index.js", folder / "package.json"
+
+    def installed() -> bool:
+        return entry.exists() and f'"version": "{version}"' in package.read_text()
+
+    npm.install(NPM_PREFIX, (f"@modelcontextprotocol/{name}@{version}",), installed)
+    return entry
 
 
 @pytest.fixture(scope="session")
 def everything() -> Path:
-    """The server-everything entry point (`node <it> stdio`), installed by npm on first use;
-    the test is skipped, saying why, when npm or node is absent."""
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("npm and node are needed to install @modelcontextprotocol/server-everything")
-    entry = EVERYTHING / "dist" / "index.js"
-    installed = EVERYTHING / "package.json"
-    if not entry.exists() or f'"version": "{EVERYTHING_VERSION}"' not in installed.read_text():
-        subprocess.run(
-            [
-                "npm",
-                "install",
-                "--prefix",
-                str(NPM_PREFIX),
-                "--no-audit",
-                "--no-fund",
-                f"@modelcontextprotocol/server-everything@{EVERYTHING_VERSION}",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
-    return entry
+    """The server-everything entry point (`node <it> stdio`)."""
+    return npm_server("server-everything", EVERYTHING_VERSION)
+
+
+@pytest.fixture(scope="session")
+def filesystem() -> Path:
+    """The server-filesystem entry point (`node <it> [FOLDER...]`)."""
+    return npm_server("server-filesystem", FILESYSTEM_VERSION)
 
 
 @pytest.fixture

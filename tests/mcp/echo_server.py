@@ -3,7 +3,9 @@
 Modes:
 - ok: tools `echo(text)` (returns the text), `repeat(text, times)`, `fail()` (an error
   result), `nap(seconds)` (sleeps, then returns "awake") and `die()` (the server exits without
-  answering).
+  answering), `burst(count)` (reports progress `count` times at once, answers half a second
+  later) and `ask(question)` (elicits a name, whether or not the client declared
+  elicitation, and returns the answer).
 - exit-init: reads the initialize request, waits DELAY seconds, exits 3 without answering.
 - hang: never reads or answers; ignores stdin EOF (SIGTERM ends it).
 - stubborn: like ok, but ignores SIGTERM and stdin EOF, so only SIGKILL ends it.
@@ -40,7 +42,7 @@ def main() -> None:
 
 
 def serve() -> None:
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver import Context, MCPServer
 
     size = int(os.environ.get("ECHO_INSTRUCTIONS", "0"))
     server = MCPServer("echo", instructions="i" * size or None)
@@ -72,6 +74,27 @@ def serve() -> None:
     def die() -> str:
         """Exit the server at once."""
         os._exit(1)
+
+    @server.tool()
+    async def burst(count: int, ctx: Context) -> str:
+        """Report progress `count` times at once, then answer half a second later."""
+        import anyio
+
+        for step in range(1, count + 1):
+            await ctx.report_progress(step, count, f"step {step}")
+        await anyio.sleep(0.5)
+        return "burst"
+
+    @server.tool()
+    async def ask(question: str, ctx: Context) -> str:
+        """Ask the person for a name (whether or not the client declared elicitation)."""
+        schema = {
+            "type": "object",
+            "properties": {"name": {"type": "string", "title": "Name"}},
+            "required": ["name"],
+        }
+        answer = await ctx.session.elicit_form(question, schema, ctx.request_id)
+        return f"{answer.action}: {answer.content}"
 
     server.run("stdio")
 

@@ -2,17 +2,17 @@
 (installed by npm, conftest.py), through the real `magi-code exec`, over stdio and streamable
 HTTP: an image result reaches each wire as its image part; embedded resources give their text,
 resource links their URI and name; the server's resources are listed and read by the tools of
-ours; roots are the workspace; an elicitation is declined; progress ends in the activity
-summary; the server's instructions reach the model under its name; `readOnlyHint` tools are
-decided as reads (never wider than the rules); the task-only tool is not offered; a cut
-result says how much was cut."""
+ours; roots are the workspace; exec declares no elicitation (nobody can answer), so the
+server does not offer its eliciting tool; progress comes live (`tool.progress`) and ends in
+the activity summary; the server's instructions reach the model under its name;
+`readOnlyHint` tools are decided as reads (never wider than the rules); the task-only tool is
+not offered; a cut result says how much was cut."""
 
 import base64
 import json
 import os
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,15 +21,17 @@ from typing import Any
 import mcp_types
 import pytest
 
-from magi_code.client import environment
 from magi_code.mcp.definitions import canonical_digest
 from magi_code.mcp.limits import INSTRUCTIONS_CHARS
 from magi_code.mcp.manager import McpManager
 from magi_code.mcp.results import view
 from magi_code.tools.limits import OUTPUT_BYTES
-from providers.local_server import LocalServer, Reply, sse
+from providers.local_server import LocalServer, Reply
+from support.exec import exec_run, json_lines, run_magi_code
+from support.sessions import records
+from support.settings import local_provider_settings
+from support.wires import WIRES, image_parts
 
-EXEC = [str(Path(sys.executable).with_name("magi-code")), "exec", "--json"]
 SSE = {"content-type": "text/event-stream"}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -52,19 +54,10 @@ def run(
     home.mkdir(exist_ok=True)
     workspace.mkdir(exist_ok=True)
     (home / "settings.toml").write_text(text)
-    done = subprocess.run(
-        [*EXEC, *mode, prompt],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=workspace,
-        env=environment(home),
-        timeout=120,
-    )
+    done = exec_run(["--json", *mode, prompt], workspace, home, timeout=120)
     assert done.returncode == status, done.stderr
-    events = [json.loads(line) for line in done.stdout.splitlines()]
-    session = events[0]["data"]["session_id"]
-    records = (home / "sessions" / f"{session}.jsonl").read_text().splitlines()
-    return events, [json.loads(record) for record in records]
+    events = json_lines(done.stdout)
+    return events, records(home, events[0]["data"]["session_id"])
 
 
 def scripted(*calls: tuple[str, dict[str, Any]]) -> str:
@@ -99,7 +92,7 @@ def check_results(
     tmp_path: Path, events: list[dict[str, Any]], records: list[dict[str, Any]]
 ) -> None:
     got = results(records)
-    assert [state for _, state, _ in got] == ["completed"] * 9 + ["failed"]
+    assert [state for _, state, _ in got] == ["completed"] * 7 + ["failed", "completed", "failed"]
     by = {name: result for name, _, result in got}
     reference = by["get-resource-reference"]
     assert "[resource: uri=demo://resource/dynamic/text/1; type=text/plain]" in reference
@@ -117,7 +110,7 @@ def check_results(
     assert "[binary contents not shown: " in blob
     workspace = (tmp_path / "workspace").resolve()
     assert f"URI: {workspace.as_uri()}" in by["get-roots-list"]
-    assert "declined" in by["trigger-elicitation-request"]
+    assert by["trigger-elicitation-request"] == '{"error": "rejected: invalid_arguments"}'
     for name, _, result in got:
         assert "content]" not in result, name
     summaries = [
@@ -126,6 +119,12 @@ def check_results(
         if e["event"] == "activity" and e["data"]["state"] == "completed"
     ]
     assert "ev.trigger-long-running-operation completed (progress 2 of 2)" in summaries
+    progress = [e["data"] for e in events if e["event"] == "tool.progress"]
+    assert [(p["progress"], p["total"]) for p in progress] == [(1, 2), (2, 2)]
+    assert {p["name"] for p in progress} == {"mcp__ev__trigger-long-running-operation"}
+    started = [e["data"] for e in events if e["event"] == "activity"]
+    running = next(a for a in started if a["name"] == "mcp__ev__trigger-long-running-operation")
+    assert {p["activity_id"] for p in progress} == {running["activity_id"]}
     # The task-only tool is no tool of the turn's: the call is rejected before any server sees it.
     assert by["simulate-research-query"] == '{"error": "rejected: invalid_arguments"}'
 
@@ -221,94 +220,7 @@ def test_the_cut_is_at_the_exact_bound() -> None:
 # ---- an image on each wire, and the server's instructions in the request -------------------
 
 
-def typed(kind: str, **fields: object) -> tuple[str, object]:
-    return (kind, {"type": kind, **fields})
-
-
 TOOL = "mcp__ev__get-tiny-image"
-
-
-def chat_call() -> bytes:
-    call = {"index": 0, "id": "call_1", "function": {"name": TOOL, "arguments": "{}"}}
-    return sse(
-        (None, {"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}),
-        (None, {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
-        (None, "[DONE]"),
-    )
-
-
-def chat_text() -> bytes:
-    end = {"choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]}
-    return sse((None, end), (None, "[DONE]"))
-
-
-def anthropic_stream(block: dict[str, object], delta: dict[str, object], stop: str) -> bytes:
-    return sse(
-        typed("message_start", message={"usage": {"input_tokens": 1}}),
-        typed("content_block_start", index=0, content_block=block),
-        typed("content_block_delta", index=0, delta=delta),
-        typed("content_block_stop", index=0),
-        typed("message_delta", delta={"stop_reason": stop}),
-        typed("message_stop"),
-    )
-
-
-def anthropic_call() -> bytes:
-    block = {"type": "tool_use", "id": "toolu_1", "name": TOOL, "input": {}}
-    return anthropic_stream(block, {"type": "input_json_delta", "partial_json": "{}"}, "tool_use")
-
-
-def anthropic_text() -> bytes:
-    return anthropic_stream(
-        {"type": "text", "text": ""}, {"type": "text_delta", "text": "ok"}, "end_turn"
-    )
-
-
-def responses_call() -> bytes:
-    item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": TOOL}
-    return sse(
-        typed("response.output_item.added", item=item),
-        typed("response.output_item.done", item={**item, "arguments": "{}"}),
-        typed("response.completed", response={}),
-    )
-
-
-def responses_text() -> bytes:
-    return sse(
-        typed("response.output_text.delta", delta="ok"), typed("response.completed", response={})
-    )
-
-
-WIRES = {
-    "openai-chat": ("/v1/chat/completions", chat_call, chat_text),
-    "anthropic": ("/v1/messages", anthropic_call, anthropic_text),
-    "openai-responses": ("/v1/responses", responses_call, responses_text),
-}
-
-
-def image_parts(wire: str, body: dict[str, Any]) -> list[str]:
-    """The base64 data of every image part of the request, in its wire's shape."""
-    found: list[str] = []
-    if wire == "openai-chat":
-        for message in body["messages"]:
-            content = message["content"]
-            for part in content if isinstance(content, list) else []:
-                if part["type"] == "image_url":
-                    found.append(part["image_url"]["url"].removeprefix("data:image/png;base64,"))
-    elif wire == "anthropic":
-        for message in body["messages"]:
-            for block in message["content"]:
-                inner = block.get("content") if block["type"] == "tool_result" else [block]
-                for part in inner if isinstance(inner, list) else []:
-                    if part["type"] == "image":
-                        found.append(part["source"]["data"])
-    else:
-        for item in body["input"]:
-            parts = item.get("output") if item.get("type") == "function_call_output" else None
-            for part in parts if isinstance(parts, list) else []:
-                if part["type"] == "input_image":
-                    found.append(part["image_url"].removeprefix("data:image/png;base64,"))
-    return found
 
 
 @pytest.mark.parametrize("wire", list(WIRES))
@@ -317,12 +229,11 @@ def test_an_image_result_reaches_each_wire_and_the_instructions_the_model(
 ) -> None:
     path, call, text = WIRES[wire]
     with LocalServer() as server:
-        provider = (
-            f'provider = "local"\nmodel = "m"\n[providers.local]\nwire_api = "{wire}"\n'
-            f'base_url = "{server.url}/v1"\nimages = true\n'
-        )
+        provider = local_provider_settings(server, wire, table="images = true\n")
         server.script(
-            path, Reply(chunks=[call()], headers=SSE), Reply(chunks=[text()], headers=SSE)
+            path,
+            Reply(chunks=[call(TOOL, "{}")], headers=SSE),
+            Reply(chunks=[text("ok")], headers=SSE),
         )
         run(tmp_path, settings(stdio(everything), provider), "look")
     first, second = (json.loads(r.body) for r in server.requests)
@@ -365,14 +276,8 @@ def test_magi_code_context_shows_the_servers_instructions_and_tools(
     home.mkdir()
     workspace.mkdir()
     (home / "settings.toml").write_text(settings(stdio(everything)))
-    done = subprocess.run(
-        [str(Path(sys.executable).with_name("magi-code")), "context"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=workspace,
-        env=environment(home),
-        timeout=120,
-    )
+    done = run_magi_code(["context"], workspace, home, timeout=120)
+
     assert done.returncode == 0, done.stderr
     out = done.stdout.decode()
     assert "== mcp: MCP server ev (" in out

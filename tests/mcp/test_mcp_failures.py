@@ -22,8 +22,8 @@ from magi_code.mcp.errors import McpUnavailable
 from magi_code.mcp.failures import StderrTail
 from magi_code.mcp.limits import RESTARTS, STDERR_TAIL_BYTES, STDERR_TAIL_LINES
 from magi_code.mcp.manager import McpManager
+from support.exec import exec_run
 
-MAGI = str(Path(sys.executable).with_name("magi-code"))
 FRAGILE = str(Path(__file__).with_name("fragile_server.py"))
 SECRET = "sk-abcdefghijklmnopqrstuvwxyz0123456789"
 
@@ -48,13 +48,11 @@ def starts(home: Path) -> int:
 def run_exec(tmp_path: Path, *flags: str, prompt: str = "hi") -> subprocess.CompletedProcess[str]:
     workspace = tmp_path / "workspace"
     workspace.mkdir(exist_ok=True)
-    return subprocess.run(
-        [MAGI, "exec", "--approval-mode", "full", *flags, prompt],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
+    return exec_run(
+        ["--approval-mode", "full", *flags, prompt],
+        workspace,
+        tmp_path / "home",
         text=True,
-        cwd=workspace,
-        env=environment(tmp_path / "home"),
         timeout=120,
     )
 

@@ -25,8 +25,8 @@ from magi_code.client import environment
 from magi_code.mcp.definitions import canonical_digest
 from magi_code.mcp.limits import MESSAGE_BYTES
 from magi_code.mcp.manager import McpManager
+from support.exec import MAGI_CODE
 
-EXEC = [str(Path(sys.executable).with_name("magi-code")), "exec", "--json"]
 HOSTILE = str(Path(__file__).with_name("hostile_http_server.py"))
 NULL_ID = str(Path(__file__).with_name("null_id_server.py"))
 MIB = 1024 * 1024
@@ -86,7 +86,7 @@ def run_exec(tmp_path: Path, url: str, *calls: tuple[str, dict[str, Any]]) -> Ru
     prompt = "fixture:" + json.dumps([*rounds, {"text": "done"}])
     with (tmp_path / "stderr").open("wb") as stderr:
         process = subprocess.Popen(
-            [*EXEC, "--approval-mode", "full", prompt],
+            [MAGI_CODE, "exec", "--json", "--approval-mode", "full", prompt],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=stderr,

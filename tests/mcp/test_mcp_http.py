@@ -18,6 +18,7 @@ from magi_code.mcp.errors import McpUnavailable
 from magi_code.mcp.manager import McpManager
 from magi_code.mcp.tool import mcp_tools
 from magi_code.tools.base import ToolContext, ToolOutcome
+from support import local_agent
 
 
 def write_settings(
@@ -36,12 +37,7 @@ def write_settings(
 
 
 def turn(agent: LocalAgentClient, session_id: str, *rounds: dict[str, Any]) -> list[Event]:
-    prompt = "fixture:" + json.dumps(list(rounds))
-    agent.request("turn.start", {"session_id": session_id, "prompt": prompt})
-    events = []
-    while not events or events[-1].name != "run.finished":
-        events.append(agent.next_event(30))
-    return events
+    return local_agent.turn(agent, session_id, "fixture:" + json.dumps(list(rounds)))
 
 
 def activities(events: list[Event]) -> list[tuple[str, str]]:
@@ -84,9 +80,7 @@ def test_a_server_killed_mid_call_fails_that_call_and_the_run_goes_on(
         time.sleep(0.2)  # the POST is in flight
         began = time.monotonic()
         os.kill(http_server.process.pid, signal.SIGKILL)
-        events = []
-        while not events or events[-1].name != "run.finished":
-            events.append(agent.next_event(30))
+        events = local_agent.finish(agent)
         assert time.monotonic() - began < 5.0
         assert ("mcp__web__nap", "failed") in activities(events)
         assert events[-1].data["outcome"] == "completed"

@@ -66,7 +66,8 @@ def test_no_enabled_server_starts_nothing(server_def: MakeDef) -> None:
 def test_approved_server_connects_and_lists_tools(started: McpManager) -> None:
     tools = mcp_tools(started)
     # Its own tools, then our two for its resources (the SDK's server declares them).
-    names = ("echo", "repeat", "fail", "nap", "die", "list_resources", "read_resource")
+    names = ("echo", "repeat", "fail", "nap", "die", "burst", "ask")
+    names += ("list_resources", "read_resource")
     assert set(tools) == {f"mcp__echo__{t}" for t in names}
     echo = tools["mcp__echo__echo"]
     assert echo.description == "Return the text."

@@ -7,18 +7,15 @@ show for the provider client: providers/test_proxy.py.)"""
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from mcp_harness import HttpServer
 
-from magi_code.client import environment
 from magi_code.mcp.definitions import canonical_digest
 from providers.proxy_peer import PASSWORD, CompanyProxy
-
-EXEC = [str(Path(sys.executable).with_name("magi-code")), "exec", "--json"]
+from support.exec import exec_run, json_lines
 
 
 @pytest.fixture(scope="module")
@@ -40,16 +37,8 @@ def call_echo(
     )
     rounds = [{"tools": [{"name": "mcp__web__echo", "arguments": {"text": "hello"}}]}]
     prompt = "fixture:" + json.dumps([*rounds, {"text": "done"}])
-    done = subprocess.run(
-        [*EXEC, "--approval-mode", "full", prompt],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=workspace,
-        env=environment(home, **env),
-        timeout=60,
-    )
-    events = [json.loads(line) for line in done.stdout.splitlines()]
-    return events, done
+    done = exec_run(["--json", "--approval-mode", "full", prompt], workspace, home, **env)
+    return json_lines(done.stdout), done
 
 
 def echoed(events: list[dict[str, object]]) -> list[str]:

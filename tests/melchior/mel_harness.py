@@ -112,9 +112,16 @@ class Melchior:
     def fork(
         self, parent: Session | None = None, role: str = "main", project: str = "demo"
     ) -> dict[str, Any]:
-        """`melchior fork`, in-process (its exec is tested on its own)."""
+        """`melchior fork`, in-process (its exec is tested on its own). An id is unique within
+        its project only: one this harness's sessions hold in another project is minted
+        again, so that a test of the project wall never meets the same name on both sides
+        (which would be reachable, rightly, as the caller's own project's session)."""
         env = parent.env if parent else self.env
-        return identity.fork(env, role, None if parent else project)
+        elsewhere = {s.id for s in self.sessions if s.project != project}
+        while True:
+            spec = identity.fork(env, role, None if parent else project)
+            if parent or spec["id"] not in elsewhere:
+                return spec
 
     def start(
         self,

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from mel_harness import MELCHIOR
 from test_melchior_lua_host import DOUBLES, RUNTIMES, Host, lua_source, same, same_items
 
-from melchior import cli, client, jsonc, limits, registry, wire
+from melchior import cli, client, limits, registry, strict_json, wire
 
 VECTORS = json.loads((Path(__file__).parent / "wire_vectors.json").read_text(encoding="utf-8"))
 ENCODE = {"socket": wire.encode_socket, "pipe": wire.encode_pipe, "argv": wire.encode_argv}
@@ -157,7 +157,7 @@ def test_json_edges_decode_and_encode(
 ) -> None:
     decoded = host.m.json.decode(text)
     assert same(host.py(decoded), value)
-    assert host.m.json.encode(decoded) == canonical == jsonc.dumps(value).encode()
+    assert host.m.json.encode(decoded) == canonical == strict_json.dumps(value).encode()
 
 
 REFUSED = [
@@ -197,7 +197,7 @@ def test_json_refusals(host: Host, text: bytes) -> None:
 
 def test_lone_surrogate_is_where_lua_is_stricter_than_python() -> None:
     """Documented: Python reads a lone surrogate escape; UTF-8 cannot carry one."""
-    assert jsonc.loads('"\\ud800"') == "\ud800"
+    assert strict_json.loads('"\\ud800"') == "\ud800"
 
 
 def test_an_integer_past_the_double_range_is_where_lua_is_stricter_than_python(
@@ -206,7 +206,7 @@ def test_an_integer_past_the_double_range_is_where_lua_is_stricter_than_python(
     """Python reads any integer (up to its digit limit) exactly; Lua reads one past 2^1024 as
     Infinity, which it refuses as it refuses `1e999`."""
     big = b"1" + b"0" * 400
-    assert jsonc.loads(big.decode()) == 10**400
+    assert strict_json.loads(big.decode()) == 10**400
     assert host.refusal(host.m.json.decode, big) == "bad_json"
     assert host.m.json.encode(host.m.json.decode(b"1" + b"0" * 300)) == b"1e+300"
 
@@ -277,7 +277,7 @@ def test_differential_lua_and_python_canonical_bytes(version: str) -> None:
     @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
     @given(_json_values(floats=version not in DOUBLES))
     def check(value: Any) -> None:
-        data = jsonc.dumps(value).encode()
+        data = strict_json.dumps(value).encode()
         assert host.m.json.encode(host.m.json.decode(data)) == data
 
     check()

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from melchior import jsonc, wire
+from melchior import strict_json, wire
 from melchior.limits import FAMILY, FRAME_HEADER, MAX_FRAME, MAX_LINE
 
 VECTORS = json.loads((Path(__file__).parent / "wire_vectors.json").read_text(encoding="utf-8"))
@@ -91,16 +91,16 @@ def test_deep_nesting_is_refused_not_raised() -> None:
 
 
 # Run where the json package was never imported, as in `melchior serve` and `melchior tool`:
-# there `_json` cannot raise its own error class (see jsonc's docstring).
+# there `_json` cannot raise its own error class (see strict_json's docstring).
 WITHOUT_JSON = r"""
 import sys
-from melchior import jsonc, wire
+from melchior import strict_json, wire
 assert "json.decoder" not in sys.modules, "this check needs an interpreter without json"
 texts = ["{not json", "{{{{", "[1 2]", '"open', '"\\q"', '"\x01"', '{"a":1,}', "[1,",
          "[" * 100_000, "{" * 100_000, "1" * 5000, "1e999", "[NaN]", '{"a":1,"a":2}', ""]
 for text in texts:
     try:
-        jsonc.loads(text)
+        strict_json.loads(text)
     except (ValueError, RecursionError):
         pass
     else:
@@ -157,7 +157,7 @@ def test_socket_and_pipe_decode_the_same_messages_for_every_split(
     assert not sock.pending
 
 
-# ------------------------------------------------------------- jsonc against the json package
+# ------------------------------------------------------------- strict_json against the json package
 
 json_values = st.recursive(
     st.none()
@@ -174,10 +174,10 @@ json_values = st.recursive(
 @given(json_values, st.sampled_from(["", " ", "\n", "\t\r\n "]))
 def test_jsonc_agrees_with_the_json_package(value: Any, pad: str) -> None:
     canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    assert jsonc.dumps(value) == canonical
-    assert jsonc.loads(pad + canonical + pad) == json.loads(canonical)
+    assert strict_json.dumps(value) == canonical
+    assert strict_json.loads(pad + canonical + pad) == json.loads(canonical)
     loose = json.dumps(value, indent=2)
-    assert jsonc.loads(loose) == json.loads(loose)
+    assert strict_json.loads(loose) == json.loads(loose)
 
 
 @pytest.mark.parametrize(
@@ -202,9 +202,9 @@ def test_jsonc_agrees_with_the_json_package(value: Any, pad: str) -> None:
 )
 def test_jsonc_refuses_what_the_wire_refuses(text: str) -> None:
     with pytest.raises(ValueError):
-        jsonc.loads(text)
+        strict_json.loads(text)
 
 
 def test_jsonc_refuses_to_encode_nan() -> None:
     with pytest.raises(ValueError):
-        jsonc.dumps({"x": float("nan")})
+        strict_json.dumps({"x": float("nan")})

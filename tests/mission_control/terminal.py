@@ -4,6 +4,7 @@
 import fcntl
 import json
 import os
+import re
 import select
 import struct
 import subprocess
@@ -55,6 +56,8 @@ class Terminal:
                 home,
                 TERM="xterm-256color",
                 COLORTERM="truecolor",
+                COLUMNS=str(columns),  # pytest-xdist's workers set 80x24, which would win
+                LINES=str(rows),
                 **({} if first_run else {"MC_NO_FIRST_RUN": "1"}),
             ),
             close_fds=True,
@@ -86,6 +89,17 @@ class Terminal:
                 return self.text()
             self.pump(0.05)
         raise AssertionError(f"{needle!r} never appeared on screen:\n{self.text()}")
+
+    def wait_for_match(self, pattern: str, seconds: float = 15.0) -> re.Match[str]:
+        """The first match of the regular expression `pattern` on screen, once there is one
+        (a line half drawn does not match a pattern that spans it)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            found = re.search(pattern, self.text())
+            if found is not None:
+                return found
+            self.pump(0.05)
+        raise AssertionError(f"{pattern!r} never matched the screen:\n{self.text()}")
 
     def settle(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds

@@ -6,47 +6,32 @@ from pathlib import Path
 import pytest
 from textual import events
 
-from magi_code.limits import APPROVAL_ARM_MS, PROMPT_BYTES
+from magi_code.limits import APPROVAL_ARM_MS, FACE_PROMPT_BYTES
 from magi_code.mission_control.app import MissionControl
 from magi_code.mission_control.driver import Driver
 from magi_code.mission_control.screens import ApprovalScreen, PickerScreen
 from magi_code.mission_control.widgets import (
     AssistantMessage,
-    Notice,
     PromptArea,
     ToolCard,
     UserMessage,
 )
-from mission_control.helpers import make_driver, records, script, until
+from mission_control.helpers import (
+    SIZE,
+    WRITE,
+    asked,
+    ended,
+    idle,
+    kinds,
+    make_driver,
+    notices,
+    records,
+    type_and_send,
+    until,
+)
+from support.sessions import script
 
 pytestmark = pytest.mark.anyio
-
-SIZE = (100, 30)
-WRITE = {"name": "write_file", "arguments": {"path": "a.txt", "content": "new text\n"}}
-
-
-def kinds(driver: Driver, kind: str) -> list[dict[str, object]]:
-    return [r for r in records(driver) if r["type"] == kind]
-
-
-def notices(app: MissionControl) -> str:
-    return "\n".join(str(n.render()) for n in app.query(Notice))
-
-
-def idle(app: MissionControl) -> bool:
-    return app.control is None and app.state == "idle"
-
-
-def ended(app: MissionControl, driver: Driver, turns: int = 1) -> bool:
-    """The app is idle and `turns` runs are finished in the session file."""
-    if not idle(app) or driver.attachment is None:
-        return False
-    return len(kinds(driver, "run_finished")) == turns
-
-
-async def type_and_send(pilot: object, app: MissionControl, text: str) -> None:
-    app.query_one(PromptArea).insert(text)
-    await pilot.press("enter")  # type: ignore[attr-defined]
 
 
 async def test_enter_sends_and_newline_keys_add_lines(driver: Driver) -> None:
@@ -69,22 +54,22 @@ async def test_a_paste_is_one_message(driver: Driver) -> None:
     assert [r["text"] for r in kinds(driver, "user")] == ["first line\nsecond line\nthird line"]
 
 
-async def test_a_paste_up_to_the_prompt_bound_is_kept_and_one_byte_more_refused(
+async def test_a_paste_up_to_the_face_prompt_bound_is_kept_and_one_byte_more_refused(
     driver: Driver,
 ) -> None:
     app = MissionControl(driver)
     async with app.run_test(size=SIZE) as pilot:
         prompt = app.query_one(PromptArea)
-        app.post_message(events.Paste("x" * (PROMPT_BYTES - 1)))
-        await until(pilot, lambda: len(prompt.text) == PROMPT_BYTES - 1)
+        app.post_message(events.Paste("x" * (FACE_PROMPT_BYTES - 1)))
+        await until(pilot, lambda: prompt.text == "[Pasted text #1, 1 line]")
         app.post_message(events.Paste("é"))  # 2 bytes: one past the bound
         await until(pilot, lambda: "Paste refused" in notices(app))
-        assert len(prompt.text) == PROMPT_BYTES - 1  # nothing of it inserted, nothing cut
+        assert prompt.text == "[Pasted text #1, 1 line]"  # nothing of it inserted, nothing cut
         app.post_message(events.Paste("y"))  # exactly the bound
-        await until(pilot, lambda: len(prompt.text) == PROMPT_BYTES)
+        await until(pilot, lambda: prompt.text.endswith("]y"))
         await pilot.press("enter")
         await until(pilot, lambda: ended(app, driver))
-    assert len(kinds(driver, "user")[0]["text"]) == PROMPT_BYTES  # type: ignore[arg-type]
+    assert kinds(driver, "user")[0]["text"] == "x" * (FACE_PROMPT_BYTES - 1) + "y"
 
 
 async def test_esc_cancels_keeps_the_partial_reply_and_the_session_goes_on(
@@ -221,18 +206,14 @@ async def test_allow_for_this_session_answers_the_same_call_later(
 ) -> None:
     app = MissionControl(driver)
     async with app.run_test(size=SIZE) as pilot:
-        await type_and_send(pilot, app, script({"tools": [WRITE]}))
-        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
-        await pilot.pause(APPROVAL_ARM_MS / 1000 + 0.05)
+        await asked(pilot, app, script({"tools": [WRITE]}))
         await pilot.press("a")
         await until(pilot, lambda: idle(app))
         (workspace / "a.txt").unlink()
         await type_and_send(pilot, app, script({"tools": [WRITE]}))
         await until(pilot, lambda: idle(app) and len(kinds(driver, "run_finished")) == 2)
         other = {"name": "write_file", "arguments": {"path": "b.txt", "content": "x"}}
-        await type_and_send(pilot, app, script({"tools": [other]}))
-        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))  # another path asks
-        await pilot.pause(APPROVAL_ARM_MS / 1000 + 0.05)
+        await asked(pilot, app, script({"tools": [other]}))  # another path asks
         await pilot.press("n")
         await until(pilot, lambda: idle(app))
     assert (workspace / "a.txt").read_text() == "new text\n"
@@ -268,12 +249,10 @@ async def test_resume_picker_hydrates_the_stored_history(tmp_path: Path, workspa
 async def test_model_command_records_the_selection_as_session_open_restores_it(
     tmp_path: Path, workspace: Path
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "settings.toml").write_text(
+    settings = (
         '[providers.fixture]\nwire_api = "fixture"\nmodels = ["fixture-model", "other-model"]\n'
     )
-    driver = make_driver(tmp_path, workspace)
+    driver = make_driver(tmp_path, workspace, settings)
     app = MissionControl(driver)
     try:
         async with app.run_test(size=SIZE) as pilot:
@@ -285,6 +264,9 @@ async def test_model_command_records_the_selection_as_session_open_restores_it(
             await until(pilot, lambda: driver.model == "other-model")
             await type_and_send(pilot, app, "/model nonsense")
             await until(pilot, lambda: "model_unknown" in notices(app))
+            said = notices(app)
+            assert "The model was not changed: model_unknown" in said  # mid-session, not
+            assert "startup failed" not in said  # a startup's wording
         session_id = driver.attachment.session_id if driver.attachment else ""
     finally:
         driver.close()
@@ -305,6 +287,8 @@ async def test_compact_summarizes_through_the_runner(driver: Driver) -> None:
         await until(pilot, lambda: ended(app, driver, 2))
         await type_and_send(pilot, app, "/compact")
         await until(pilot, lambda: "Compacted" in notices(app))
+        assert driver.attachment is not None  # what is left weighs something: not 0
+        assert driver.tally.context == driver.history_tokens(driver.attachment) > 0
     compaction = kinds(driver, "compaction")
     assert len(compaction) == 1 and compaction[0]["text"].startswith("Summary of")  # type: ignore[union-attr]
     assert records(driver)[-1]["type"] == "run_finished"
@@ -382,12 +366,8 @@ async def test_bang_is_the_persons_own_command_unasked_and_goes_with_the_next_pr
 async def test_approval_modes_widen_asks_but_never_a_settings_deny(
     tmp_path: Path, workspace: Path
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "settings.toml").write_text(
-        '[permissions]\nrules = [{tool = "shell", command = "rm *", decision = "deny"}]\n'
-    )
-    driver = make_driver(tmp_path, workspace)
+    settings = '[permissions]\nrules = [{tool = "shell", command = "rm *", decision = "deny"}]\n'
+    driver = make_driver(tmp_path, workspace, settings)
     app = MissionControl(driver)
     try:
         async with app.run_test(size=SIZE) as pilot:
@@ -397,9 +377,7 @@ async def test_approval_modes_widen_asks_but_never_a_settings_deny(
             await until(pilot, lambda: ended(app, driver))  # no approval asked
             assert (workspace / "a.txt").exists()
             shell = {"name": "shell", "arguments": {"command": "touch s.txt"}}
-            await type_and_send(pilot, app, script({"tools": [shell]}))
-            await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))  # edits only
-            await pilot.pause(APPROVAL_ARM_MS / 1000 + 0.05)
+            await asked(pilot, app, script({"tools": [shell]}))  # edits only
             await pilot.press("n")
             await until(pilot, lambda: ended(app, driver, 2))
             await type_and_send(pilot, app, "/permissions")
@@ -445,17 +423,21 @@ async def test_up_and_down_recall_prompts_of_this_workspace_across_sessions(
         second.close()
 
 
-async def test_tab_completes_an_at_path_mention(driver: Driver, workspace: Path) -> None:
-    (workspace / "src").mkdir()
-    (workspace / "src" / "module_one.py").write_text("")
+async def test_tab_completes_an_at_path_mention_the_file_picker_does_not_offer(
+    driver: Driver, workspace: Path
+) -> None:
+    (workspace / ".git").mkdir()  # a repository: its .gitignore counts
+    (workspace / ".gitignore").write_text("build/\n")  # the picker leaves it out
+    (workspace / "build").mkdir()
+    (workspace / "build" / "out_one.txt").write_text("")
     app = MissionControl(driver)
     async with app.run_test(size=SIZE) as pilot:
         prompt = app.query_one(PromptArea)
-        prompt.insert("look at @sr")
+        prompt.insert("look at @bui")
         await pilot.press("tab")
-        assert prompt.text == "look at @src/"
-        await pilot.press("m", "tab")
-        assert prompt.text == "look at @src/module_one.py"
+        assert prompt.text == "look at @build/"
+        await pilot.press("o", "tab")
+        assert prompt.text == "look at @build/out_one.txt"
 
 
 async def test_diff_shows_the_workspace_git_diff(driver: Driver, workspace: Path) -> None:
@@ -477,7 +459,7 @@ async def test_diff_shows_the_workspace_git_diff(driver: Driver, workspace: Path
 
 async def test_reasoning_is_shown_and_usage_reaches_the_status(driver: Driver) -> None:
     app = MissionControl(driver)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=(160, 30)) as pilot:  # the bar whole
         await type_and_send(
             pilot, app, script({"reasoning": "thinking it over", "text": "okay, that is done"})
         )
@@ -541,9 +523,7 @@ async def test_full_mode_still_asks_for_a_protected_path(driver: Driver, workspa
     async with app.run_test(size=SIZE) as pilot:
         await type_and_send(pilot, app, "/permissions full")
         await until(pilot, lambda: driver.grants.mode == "full")
-        await type_and_send(pilot, app, script({"tools": [hook]}))
-        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))  # not widened
-        await pilot.pause(APPROVAL_ARM_MS / 1000 + 0.05)
+        await asked(pilot, app, script({"tools": [hook]}))  # not widened
         await pilot.press("n")
         await until(pilot, lambda: ended(app, driver))
     assert not (workspace / ".git").exists()

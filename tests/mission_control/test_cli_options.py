@@ -143,12 +143,10 @@ def test_continue_attaches_the_latest_session_of_this_workspace(
 def test_the_command_lines_model_wins_over_a_resumed_sessions_choice(
     tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "settings.toml").write_text(
+    settings = (
         '[providers.fixture]\nwire_api = "fixture"\nmodels = ["fixture-model", "other-model"]\n'
     )
-    driver = make_driver(tmp_path, workspace)
+    driver = make_driver(tmp_path, workspace, settings)
     driver.new_session()
     driver.select(None, "other-model")
     assert driver.attachment is not None
@@ -158,7 +156,7 @@ def test_the_command_lines_model_wins_over_a_resumed_sessions_choice(
     session_id = driver.attachment.session_id
     driver.close()
     monkeypatch.chdir(workspace)
-    env = {"MC_HOME": str(home)}
+    env = {"MC_HOME": str(tmp_path / "home")}
     for launch, model in (
         (Launch(resume=session_id), "other-model"),
         (Launch(resume=session_id, model="fixture-model"), "fixture-model"),

@@ -6,7 +6,6 @@ first answer of a local OpenAI-compatible server chosen as "an OpenAI-compatible
 import json
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,11 +19,11 @@ from magi_code.mission_control.driver import Launch
 from magi_code.mission_control.first_run import FirstRun, needed
 from mission_control.terminal import Terminal
 from providers.local_server import LocalServer, Reply, sse
+from support.exec import MAGI_CODE
 
 pytestmark = pytest.mark.anyio
 SIZE = (100, 30)
 KEY = "sk-test-FIRSTRUN0123456789abcdef"
-MAGI_CODE = str(Path(sys.executable).with_name("magi-code"))
 CHAT_ANSWER = sse(
     (None, {"choices": [{"index": 0, "delta": {"content": "Hi from the local server."}}]}),
     (None, {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),

@@ -15,18 +15,10 @@ from magi_code.redact import REDACTED
 from magi_code.sessions.chunking import dumps
 from magi_code.sessions.retention import DAY_NS
 from mission_control.terminal import prompt, run_in_pty
+from support.sessions import hold_open
 
 SECOND, HOUR = 10**9, 3600 * 10**9
 SECRET = "ghp_" + "Zq9" * 10
-HOLDER = """
-import sys
-from pathlib import Path
-from magi_code.sessions import SessionStore
-attachment, _ = SessionStore(Path(sys.argv[1])).open(sys.argv[2], sys.argv[3])
-print("held", flush=True)
-sys.stdin.read()  # hold the session until the parent closes our stdin
-attachment.close()
-"""
 
 
 @pytest.fixture
@@ -75,18 +67,6 @@ def sessions(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[s
     )
 
 
-def hold(home: Path, sid: str, cwd: Path) -> subprocess.Popen[str]:
-    child = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(home), sid, str(cwd)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None
-    assert child.stdout.readline() == "held\n"
-    return child
-
-
 def settings_file(home: Path, text: str) -> None:
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     (home / "settings.toml").write_text(text)
@@ -106,7 +86,7 @@ def test_prune_older_than_zero_spares_only_the_attached(home: Path, cwd: Path) -
     settings_file(home, "[sessions]\nretention_days = 0\n")
     assert sessions(home, cwd, "prune").stdout == "0 sessions removed\n"  # 0: no sweep
     assert stored_ids(home) == ["a", "b", "held"]
-    child = hold(home, "held", cwd)
+    child = hold_open(home, "held", cwd)
     try:
         done = sessions(home, cwd, "prune", "--older-than", "0")
         assert done.returncode == 0
@@ -130,7 +110,7 @@ def test_list_redacts_the_first_prompt(home: Path, cwd: Path) -> None:
     store_session(home, cwd, "secret", HOUR, f"use token {SECRET} now\nthen {SECRET}")
     store_session(home, cwd, "plain", 2 * HOUR, "x" * 200)
     (home / "sessions" / "empty.jsonl").write_bytes(b"")
-    child = hold(home, "plain", cwd)
+    child = hold_open(home, "plain", cwd)
     try:
         text = sessions(home, cwd, "list")
         listed = sessions(home, cwd, "list", "--json")

@@ -17,12 +17,23 @@ from magi_code.mission_control.screens import ApprovalScreen, PickerScreen
 from magi_code.mission_control.widgets import PromptArea, QueuedMessage, UserMessage
 from magi_code.providers.base import ModelRequest, UserText
 from magi_code.providers.fixture import FixtureProvider
-from mission_control.helpers import make_driver, records, script, until
+from mission_control.helpers import (
+    SIZE,
+    WRITE,
+    asked,
+    ended,
+    idle,
+    kinds,
+    make_driver,
+    notices,
+    records,
+    type_and_send,
+    until,
+)
 from mission_control.terminal import Terminal, prompt
-from mission_control.test_app import SIZE, ended, idle, kinds, notices, type_and_send
+from support.sessions import script
 
 HANG = {"text": "working ", "hang": True}  # a turn that runs until Esc stops it
-WRITE = {"name": "write_file", "arguments": {"path": "a.txt", "content": "new text\n"}}
 
 
 def picker_title(app: MissionControl) -> str:
@@ -228,9 +239,7 @@ async def test_deny_and_say_why_reaches_the_model_as_the_tools_result(
 ) -> None:
     app = MissionControl(driver)
     async with app.run_test(size=SIZE) as pilot:
-        await type_and_send(pilot, app, script({"tools": [WRITE]}))
-        await until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
-        await pilot.pause(APPROVAL_ARM_MS / 1000 + 0.05)
+        await asked(pilot, app, script({"tools": [WRITE]}))
         await pilot.press("d")
         await until(pilot, lambda: bool(app.screen.query("#approval-note")))
         await pilot.press(*"name it b.txt", "enter")  # "n" and "a" type, not answer
@@ -258,12 +267,10 @@ async def test_the_approval_keys_stay_on_a_60x15_screen(driver: Driver) -> None:
 
 @pytest.mark.anyio
 async def test_model_opens_on_the_current_model(tmp_path: Path, workspace: Path) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "settings.toml").write_text(
+    settings = (
         '[providers.fixture]\nwire_api = "fixture"\nmodels = ["fixture-model", "other-model"]\n'
     )
-    driver = make_driver(tmp_path, workspace)
+    driver = make_driver(tmp_path, workspace, settings)
     driver.select("fixture", "other-model")
     app = MissionControl(driver)
     try:
@@ -348,14 +355,12 @@ async def test_fork_copies_the_conversation_into_a_new_session(driver: Driver) -
 async def test_model_offers_the_reasoning_effort_where_the_wire_has_one(
     tmp_path: Path, workspace: Path
 ) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "settings.toml").write_text(
+    settings = (
         '[providers.fixture]\nwire_api = "fixture"\nmodels = ["fixture-model"]\n'
         '[providers.local]\nwire_api = "openai-chat"\nbase_url = "http://127.0.0.1:9/v1"\n'
         'models = ["m1"]\n'
     )
-    driver = make_driver(tmp_path, workspace)
+    driver = make_driver(tmp_path, workspace, settings)
     app = MissionControl(driver)
     try:
         async with app.run_test(size=SIZE) as pilot:

@@ -7,20 +7,21 @@ local server that is not running is named ("is `ollama serve` running?")."""
 
 import asyncio
 import json
+import re
 import socket
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from magi_code.client import LocalAgentClient, environment
 from magi_code.providers.error_body import provider_message
 from magi_code.providers.limits import PROVIDER_MESSAGE_CHARS, RETRY_ATTEMPTS
 from providers.local_server import LocalServer, Reply
+from support.exec import exec_run
+from support.local_agent import one_turn
+from support.settings import places
 
-EXEC = [str(Path(sys.executable).with_name("magi-code")), "exec"]
 SECRET = "sk-test-ACTIONABLE0123456789abcdef"
 QUICK = {"retry-after-ms": "1"}  # a retried status: the bounded retries cost no waiting
 
@@ -105,31 +106,19 @@ CASES: dict[str, tuple[str, str, list[Reply], list[str]]] = {
 }
 
 
-def places(tmp_path: Path, preset: str, base_url: str) -> tuple[Path, Path]:
+def preset_places(tmp_path: Path, preset: str, base_url: str) -> tuple[Path, Path]:
     """MC_HOME selecting `preset` alone, its base URL a local one; and a workspace."""
-    home, workspace = tmp_path / "home", tmp_path / "ws"
-    home.mkdir()
-    workspace.mkdir()
-    (home / "settings.toml").write_text(
-        f'provider = "{preset}"\n[providers.{preset}]\nbase_url = "{base_url}"\n'
+    return places(
+        tmp_path, f'provider = "{preset}"\n[providers.{preset}]\nbase_url = "{base_url}"\n'
     )
-    return home, workspace
 
 
 def keys() -> dict[str, str]:
     return {"OPENAI_API_KEY": SECRET, "ANTHROPIC_API_KEY": SECRET}
 
 
-def exec_run(home: Path, workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*EXEC, *args, "hello"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        cwd=workspace,
-        env=environment(home, **keys()),
-        timeout=60,
-    )
+def exec_hello(home: Path, workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return exec_run([*args, "hello"], workspace, home, text=True, **keys())
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -138,8 +127,8 @@ def test_exec_says_what_the_provider_said_and_what_to_do(
 ) -> None:
     preset, path, replies, said = CASES[case]
     server.script(path, *replies)
-    home, workspace = places(tmp_path, preset, f"{server.url}/v1")
-    done = exec_run(home, workspace)
+    home, workspace = preset_places(tmp_path, preset, f"{server.url}/v1")
+    done = exec_hello(home, workspace)
     assert done.returncode == 1, done.stderr
     for phrase in said:
         assert phrase in done.stderr, (phrase, done.stderr)
@@ -151,8 +140,8 @@ def test_exec_json_keeps_the_summary_on_stdout_and_tells_the_person_on_stderr(
     server: LocalServer, tmp_path: Path
 ) -> None:
     server.script("/v1/responses", body(401, OPENAI_401))
-    home, workspace = places(tmp_path, "openai", f"{server.url}/v1")
-    done = exec_run(home, workspace, "--json")
+    home, workspace = preset_places(tmp_path, "openai", f"{server.url}/v1")
+    done = exec_hello(home, workspace, "--json")
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     diagnostic = next(line["data"] for line in lines if line["event"] == "diagnostic")
     assert diagnostic["summary"] == "The provider refused the credentials. (HTTP 401)"
@@ -164,15 +153,9 @@ def test_the_local_agent_wire_carries_the_fixed_summary_only(
     server: LocalServer, tmp_path: Path
 ) -> None:
     server.script("/v1/responses", body(401, OPENAI_401))
-    home, workspace = places(tmp_path, "openai", f"{server.url}/v1")
-    with LocalAgentClient.spawn(cwd=workspace, env=environment(home, **keys())) as child:
-        child.request("initialize", {"required_capabilities": ["turn.start"]})
-        session_id = child.request("session.create")["session_id"]
-        child.request("turn.start", {"session_id": session_id, "prompt": "hi"})
-        events = []
-        while not events or events[-1].name != "run.finished":
-            events.append(child.next_event(30))
-        frames = json.dumps(child.frames)
+    home, workspace = preset_places(tmp_path, "openai", f"{server.url}/v1")
+    events, said = one_turn(workspace, home, **keys())
+    frames = json.dumps(said)
     diagnostic = events[-2].data
     assert diagnostic["summary"] == "The provider refused the credentials. (HTTP 401)"
     assert "Incorrect API key" not in frames and "magi-code login" not in frames
@@ -205,7 +188,7 @@ def test_a_local_server_that_is_not_running_is_named(
     home.mkdir()
     workspace.mkdir()
     (home / "settings.toml").write_text(settings.format(url=f"http://127.0.0.1:{port}/v1"))
-    done = exec_run(home, workspace)
+    done = exec_hello(home, workspace)
     assert done.returncode == 1, done.stderr
     assert "transport_failed: The provider could not be reached" in done.stderr
     assert f"Is {named.format(port=port)} running?" in done.stderr, done.stderr
@@ -216,8 +199,8 @@ def test_a_message_is_bounded_redacted_and_has_no_control_characters(
 ) -> None:
     hostile = "\x1b[31mred\x1b[0m \u202eevil\u202c line\nbreak " + SECRET + " " + "x" * 400
     server.script("/v1/responses", body(400, openai_error(hostile, "invalid_request_error", None)))
-    home, workspace = places(tmp_path, "openai", f"{server.url}/v1")
-    done = exec_run(home, workspace)
+    home, workspace = preset_places(tmp_path, "openai", f"{server.url}/v1")
+    done = exec_hello(home, workspace)
     said = done.stderr.split('The provider said: "', 1)[1].split('".', 1)[0]
     assert said.startswith("[31mred[0m evil line break [REDACTED] xxx")
     assert len(said) == PROVIDER_MESSAGE_CHARS and said.endswith("…")
@@ -246,14 +229,14 @@ def test_mission_control_shows_what_the_provider_said(server: LocalServer, tmp_p
     from mission_control.terminal import run_in_pty
 
     server.script("/v1/responses", body(401, OPENAI_401))
-    home, workspace = places(tmp_path, "openai", f"{server.url}/v1")
+    home, workspace = preset_places(tmp_path, "openai", f"{server.url}/v1")
     from magi_code.config.credentials import CredentialStore
 
     CredentialStore(home).set_api_key("openai", SECRET)
     code, out = run_in_pty(["--prompt", "hello"], workspace, home, {})
     screen = out.decode(errors="replace")
     assert code == 1, screen
-    flat = " ".join(screen.split())
+    flat = " ".join(re.sub(r"\x1b\[[0-9;?<>=$]*[A-Za-z]|\x1b\][^\x07]*\x07", "", screen).split())
     assert "Incorrect API key provided" in flat and "magi-code login openai" in flat, flat
     assert SECRET not in screen
 
@@ -263,10 +246,10 @@ def test_acp_says_what_the_provider_said_in_its_message_and_error(
 ) -> None:
     from acp import RequestError, text_block
 
-    from acp_agent.test_acp import agent
+    from support.acp import agent
 
     server.script("/v1/messages", body(401, anthropic_error("authentication_error", "bad key")))
-    home, workspace = places(tmp_path, "anthropic", f"{server.url}/v1")
+    home, workspace = preset_places(tmp_path, "anthropic", f"{server.url}/v1")
     from magi_code.config.credentials import CredentialStore
 
     CredentialStore(home).set_api_key("anthropic", SECRET)

@@ -7,7 +7,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from magi_code.client import Event, LocalAgentClient, environment
+from magi_code.client import LocalAgentClient, environment
 from magi_code.providers import pool
 from magi_code.providers.client import close_clients
 from magi_code.providers.limits import STREAM_DRAIN_S
@@ -15,6 +15,8 @@ from magi_code.providers.policy import HttpPolicy
 from providers.local_server import LocalServer, Reply, sse
 from providers.test_wire_apis import collect
 from providers.test_wire_errors import WIRES
+from support.local_agent import turn
+from support.settings import local_provider_settings, places
 
 
 def tool_call(n: int) -> bytes:
@@ -44,14 +46,6 @@ def kept(body: bytes) -> Reply:
     )
 
 
-def turn(child: LocalAgentClient, session_id: str) -> list[Event]:
-    child.request("turn.start", {"session_id": session_id, "prompt": "look around"})
-    events: list[Event] = []
-    while not events or events[-1].name != "run.finished":
-        events.append(child.next_event(30))
-    return events
-
-
 def test_three_model_calls_and_two_turns_share_one_connection(
     server: LocalServer, tmp_path: Path
 ) -> None:
@@ -62,24 +56,19 @@ def test_three_model_calls_and_two_turns_share_one_connection(
         kept(reply("first")),
         kept(reply("second")),
     )
-    home, workspace = tmp_path / "home", tmp_path / "ws"
-    home.mkdir()
-    workspace.mkdir()
-    (home / "settings.toml").write_text(
-        'provider = "local"\nmodel = "m"\n[providers.local]\nwire_api = "openai-responses"\n'
-        f'base_url = "{server.url}/v1"\nmodels = ["m"]\n'
-    )
+    settings = local_provider_settings(server, "openai-responses", table='models = ["m"]\n')
+    home, workspace = places(tmp_path, settings)
     with LocalAgentClient.spawn(cwd=workspace, env=environment(home)) as child:
         child.request("initialize", {"required_capabilities": ["turn.start"]})
         session_id = child.request("session.create")["session_id"]
-        first = turn(child, session_id)
+        first = turn(child, session_id, "look around")
         assert first[-1].data["outcome"] == "completed", first[-1]
         assert [e.data["state"] for e in first if e.name == "activity"] == [
             "started",
             "completed",
         ] * 2
         assert (len(server.requests), server.connections) == (3, 1)
-        second = turn(child, session_id)
+        second = turn(child, session_id, "look around")
         assert second[-1].data["outcome"] == "completed", second[-1]
         assert (len(server.requests), server.connections) == (4, 1)
         assert child.finish() == 0

@@ -22,8 +22,9 @@ from magi_code.providers.policy import HttpPolicy
 from magi_code.providers.signin import Endpoints, SignInFailed, device_sign_in
 from magi_code.providers.wire import event_json
 from providers.local_server import LocalServer, Reply, sse
+from support.exec import exec_run, json_lines, run_magi_code
+from support.settings import local_provider_settings, places
 
-MAGI_CODE = str(Path(sys.executable).with_name("magi-code"))
 UNDER_THE_RECURSION_LIMIT = sys.getrecursionlimit() - 10
 
 
@@ -31,32 +32,14 @@ def deep(depth: int) -> str:
     return "[" * depth + "]" * depth
 
 
-def settings(server: LocalServer, wire: str = "openai-chat") -> str:
-    return (
-        f'provider = "local"\nmodel = "m"\n[providers.local]\nwire_api = "{wire}"\n'
-        f'base_url = "{server.url}/v1"\napi_key_env = "LOCAL_KEY"\nmodels = ["m"]\n'
-        "discover = true\n"
-    )
-
-
-def places(tmp_path: Path, server: LocalServer) -> tuple[Path, Path]:
-    home, workspace = tmp_path / "home", tmp_path / "ws"
-    home.mkdir()
-    workspace.mkdir()
-    (home / "settings.toml").write_text(settings(server))
-    return home, workspace
+def settings(server: LocalServer) -> str:
+    keyed = 'api_key_env = "LOCAL_KEY"\nmodels = ["m"]\ndiscover = true\n'
+    return local_provider_settings(server, table=keyed)
 
 
 def exec_json(home: Path, workspace: Path) -> tuple[subprocess.CompletedProcess[bytes], list[Any]]:
-    done = subprocess.run(
-        [MAGI_CODE, "exec", "--json", "hi"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=workspace,
-        env=environment(home, LOCAL_KEY="k"),
-        timeout=60,
-    )
-    return done, [json.loads(line) for line in done.stdout.splitlines()]
+    done = exec_run(["--json", "hi"], workspace, home, LOCAL_KEY="k")
+    return done, json_lines(done.stdout)
 
 
 @pytest.mark.parametrize(
@@ -78,7 +61,7 @@ def test_a_deep_event_ends_the_run_as_a_malformed_stream(
     nested = '{"choices":[],"x":' + deep(depth - 1) + "}"
     body = sse((None, first), (None, nested), (None, "[DONE]"))
     server.script("/v1/chat/completions", Reply(200, [body], {"content-type": "text/event-stream"}))
-    done, events = exec_json(*places(tmp_path, server))
+    done, events = exec_json(*places(tmp_path, settings(server)))
     finished = events[-1]
     assert finished["event"] == "run.finished", events
     assert finished["data"]["persistence"] == "durable"
@@ -97,15 +80,9 @@ def test_a_deep_event_ends_the_run_as_a_malformed_stream(
 
 def test_a_deep_model_listing_is_a_failed_listing(server: LocalServer, tmp_path: Path) -> None:
     """`magi-code models --refresh --json`: the listing is refused (before: a traceback)."""
-    home, workspace = places(tmp_path, server)
+    home, workspace = places(tmp_path, settings(server))
     server.script("/v1/models", Reply(200, [deep(100_000).encode()], content_length=True))
-    done = subprocess.run(
-        [MAGI_CODE, "models", "--refresh", "--json"],
-        capture_output=True,
-        cwd=workspace,
-        env=environment(home, LOCAL_KEY="k"),
-        timeout=60,
-    )
+    done = run_magi_code(["models", "--refresh", "--json"], workspace, home, LOCAL_KEY="k")
     assert done.returncode == 0, done.stderr
     listing = json.loads(done.stdout)
     assert listing["failed"] == ["local"]

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from magi_code.client import LocalAgentClient, environment
 from magi_code.providers.limits import RETRY_ATTEMPTS
 from providers.local_server import LocalServer, Reply
 from providers.test_http_bounds import OVERFLOW
+from support.local_agent import one_turn
+from support.settings import local_provider_settings, places
 
 SECRET = "sk-test-DIAGNOSTICSECRET0123456789"
 BODY_MARKER = "body-text-never-shown"
@@ -18,10 +19,8 @@ NOW = {"retry-after": "0"}
 
 
 def settings(server: LocalServer) -> str:
-    return (
-        'provider = "local"\nmodel = "m"\n[providers.local]\nwire_api = "openai-responses"\n'
-        f'base_url = "{server.url}/v1"\napi_key_env = "LOCAL_KEY"\nmodels = ["m"]\n'
-    )
+    keyed = 'api_key_env = "LOCAL_KEY"\nmodels = ["m"]\n'
+    return local_provider_settings(server, "openai-responses", table=keyed)
 
 
 def failing(status: int) -> Reply:
@@ -43,20 +42,9 @@ def test_provider_failure_is_a_coded_diagnostic_before_run_finished(
 ) -> None:
     replies, status = CASES[code]
     server.script("/v1/responses", *replies)
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "settings.toml").write_text(settings(server))
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    env = environment(home, LOCAL_KEY=SECRET)
-    with LocalAgentClient.spawn(cwd=workspace, env=env) as child:
-        child.request("initialize", {"required_capabilities": ["turn.start"]})
-        session_id = child.request("session.create")["session_id"]
-        child.request("turn.start", {"session_id": session_id, "prompt": "hi"})
-        events = []
-        while not events or events[-1].name != "run.finished":
-            events.append(child.next_event(30))
-        frames = json.dumps(child.frames)
+    home, workspace = places(tmp_path, settings(server))
+    events, said = one_turn(workspace, home, LOCAL_KEY=SECRET)
+    frames = json.dumps(said)
     names = [e.name for e in events]
     assert names[-2:] == ["diagnostic", "run.finished"], names
     diagnostic, finished = events[-2].data, events[-1].data

@@ -6,17 +6,16 @@ diagnostic, its session durable; a 200 answer in JSON says so."""
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from magi_code.client import environment
 from providers.hostile_server import H2Peer, HostileServer, Peer
+from support.exec import exec_run, json_lines
+from support.settings import local_provider_settings, places
 
-EXEC = [str(Path(sys.executable).with_name("magi-code")), "exec"]
 SECRET = "sk-test-HOSTILE0123456789"
 
 
@@ -56,25 +55,10 @@ def answer(body: bytes, content_type: bytes = b"text/event-stream") -> bytes:
 def exec_against(
     server: HostileServer, tmp_path: Path, *args: str, **env: str
 ) -> subprocess.CompletedProcess[bytes]:
-    home, workspace = tmp_path / "home", tmp_path / "ws"
-    home.mkdir()
-    workspace.mkdir()
-    (home / "settings.toml").write_text(
-        'provider = "local"\nmodel = "m"\n[providers.local]\nwire_api = "openai-responses"\n'
-        f'base_url = "{server.url}/v1"\napi_key_env = "LOCAL_KEY"\nmodels = ["m"]\n'
-    )
-    return subprocess.run(
-        [*EXEC, *args, "look around"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=workspace,
-        env=environment(home, LOCAL_KEY=SECRET, **env),
-        timeout=60,
-    )
-
-
-def lines(stdout: bytes) -> list[dict[str, Any]]:
-    return [json.loads(raw) for raw in stdout.splitlines()]
+    keyed = 'api_key_env = "LOCAL_KEY"\nmodels = ["m"]\n'
+    settings = local_provider_settings(server, "openai-responses", table=keyed)
+    home, workspace = places(tmp_path, settings)
+    return exec_run([*args, "look around"], workspace, home, LOCAL_KEY=SECRET, **env)
 
 
 def trusting(certificate: tuple[Path, Path]) -> dict[str, str]:
@@ -134,7 +118,7 @@ def test_an_http2_reset_before_any_event_is_retried(
     with HostileServer(resetting(first_half), certificate, h2=True) as server:
         done = exec_against(server, tmp_path, "--json", **h2_exec)
     assert done.returncode == 0, done.stderr
-    finished = lines(done.stdout)[-1]
+    finished = json_lines(done.stdout)[-1]
     assert finished["event"] == "run.finished"
     assert (finished["data"]["outcome"], finished["data"]["persistence"]) == (
         "completed",
@@ -152,7 +136,7 @@ def test_an_http2_reset_after_an_event_is_a_transport_failure_told_and_durable(
     assert done.returncode == 1
     assert b"Traceback" not in done.stderr, "no exception was absorbed on the way"
     assert SECRET.encode() not in done.stdout + done.stderr
-    said = lines(done.stdout)
+    said = json_lines(done.stdout)
     events = [line["event"] for line in said]
     assert events[-2:] == ["diagnostic", "run.finished"], events
     diagnostic, finished = said[-2]["data"], said[-1]["data"]
@@ -171,7 +155,7 @@ def test_a_json_answer_is_told_as_json_at_once(tmp_path: Path) -> None:
         started = time.monotonic()
         done = exec_against(server, tmp_path, "--json")
         elapsed = time.monotonic() - started
-    said = lines(done.stdout)
+    said = json_lines(done.stdout)
     (diagnostic,) = [line["data"] for line in said if line["event"] == "diagnostic"]
     assert diagnostic == {
         **diagnostic,

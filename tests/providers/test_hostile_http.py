@@ -5,16 +5,13 @@ over HTTP/1.1, is a transport failure, retried while nothing was handed on; a dr
 flood of 1xx heads and a server that never answers are bounded in time, with the retries; a
 2xx answer that is no event stream, or a stream with no event, says so."""
 
-import ssl
 import time
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 
 import anyio
 import pytest
 from hyperframe.frame import DataFrame, WindowUpdateFrame
 
-from magi_code.providers import pool
 from magi_code.providers.base import ProviderError, failure_summary
 from magi_code.providers.client import TransportError, close_clients, open_response
 from magi_code.providers.limits import INFORMATIONAL_HEADS
@@ -39,20 +36,6 @@ async def no_wait(_: float) -> None:
 async def fresh_pool() -> AsyncIterator[None]:
     yield
     await close_clients()
-
-
-@pytest.fixture
-def trusted(certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    """The pool's own TLS context (ALPN included), trusting only the test's certificate."""
-
-    def trusting_the_test_certificate(*_: object) -> ssl.SSLContext:
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        context.load_verify_locations(certificate[0])
-        return context
-
-    monkeypatch.setattr(pool, "_system_trust", trusting_the_test_certificate)
-    monkeypatch.setattr(pool, "_contexts", {})
-    return certificate
 
 
 def serve(request: pytest.FixtureRequest, handler: Callable[..., None], kind: str) -> HostileServer:

@@ -7,7 +7,6 @@ it refused costs one new connection, an idle one past the keep-alive closes, shu
 goodbye, and a provider's model calls ride one connection; plain http never loads h2."""
 
 import json
-import ssl
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,18 +30,8 @@ CANCEL = 0x8  # RFC 9113's error code
 
 
 @pytest.fixture
-def h2_server(
-    certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
-) -> Iterator[H2Server]:
-    def trusting_the_test_certificate(*_: object) -> ssl.SSLContext:
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        context.load_verify_locations(certificate[0])
-        return context
-
-    # The pool's own context-making (ALPN included), trusting only the test's certificate.
-    monkeypatch.setattr(pool, "_system_trust", trusting_the_test_certificate)
-    monkeypatch.setattr(pool, "_contexts", {})
-    with H2Server(certificate) as server:
+def h2_server(trusted: tuple[Path, Path]) -> Iterator[H2Server]:
+    with H2Server(trusted) as server:
         yield server
 
 

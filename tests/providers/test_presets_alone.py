@@ -8,7 +8,6 @@ named."""
 import asyncio
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +17,9 @@ from magi_code.client import LocalAgentClient, environment
 from magi_code.config.settings import DEFAULTS
 from magi_code.providers import known_models
 from providers.local_server import LocalServer, Reply, sse
+from support.exec import run_magi_code
+from support.settings import places
 
-MAGI_CODE = str(Path(sys.executable).with_name("magi-code"))
 SECRET = "sk-test-PRESETALONE0123456789abcdef"
 
 RESPONSES_ANSWER = sse(
@@ -37,24 +37,8 @@ def streamed(data: bytes) -> Reply:
     return Reply(200, [data], {"content-type": "text/event-stream"}, content_length=True)
 
 
-def places(tmp_path: Path, settings: str) -> tuple[Path, Path]:
-    home, workspace = tmp_path / "home", tmp_path / "ws"
-    home.mkdir(exist_ok=True)
-    workspace.mkdir(exist_ok=True)
-    (home / "settings.toml").write_text(settings)
-    return home, workspace
-
-
 def magi(home: Path, workspace: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [MAGI_CODE, *args],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        cwd=workspace,
-        env=environment(home, **env),
-        timeout=60,
-    )
+    return run_magi_code(list(args), workspace, home, text=True, **env)
 
 
 @pytest.mark.parametrize(
@@ -112,18 +96,10 @@ def test_refresh_discovers_from_each_preset_in_use(server: LocalServer, tmp_path
         f'[providers.openai]\nbase_url = "{server.url}/v1"\n'
     )
     home, workspace = places(tmp_path, settings)
+    preview = ("exec", "--provider", "openai", "--model", "gpt-5.1-preview", "hi")
     # before the listing, the catalog does not know the new model: refused, named close
-    before = magi(
-        home,
-        workspace,
-        "exec",
-        "--provider",
-        "openai",
-        "--model",
-        "gpt-5.1-preview",
-        "hi",
-        OPENAI_API_KEY=SECRET,
-    )
+
+    before = magi(home, workspace, *preview, OPENAI_API_KEY=SECRET)
     assert before.returncode == 2 and "offers no such model: `gpt-5.1-preview`" in before.stderr
     done = magi(home, workspace, "models", "--refresh", "--json", OPENAI_API_KEY=SECRET)
     assert done.returncode == 0, done.stderr
@@ -136,17 +112,7 @@ def test_refresh_discovers_from_each_preset_in_use(server: LocalServer, tmp_path
     auth = {r.path: r.headers.get("authorization") for r in server.requests}
     assert auth == {"/api/tags": None, "/v1/models": f"Bearer {SECRET}"}
     server.script("/v1/responses", streamed(RESPONSES_ANSWER))
-    after = magi(
-        home,
-        workspace,
-        "exec",
-        "--provider",
-        "openai",
-        "--model",
-        "gpt-5.1-preview",
-        "hi",
-        OPENAI_API_KEY=SECRET,
-    )
+    after = magi(home, workspace, *preview, OPENAI_API_KEY=SECRET)
     assert after.returncode == 0, after.stderr  # the listing made it known
 
 
@@ -189,8 +155,8 @@ def test_an_unknown_model_on_the_command_line_is_refused_naming_the_close_one(
 def test_an_unknown_model_in_the_settings_is_refused_on_every_face(tmp_path: Path) -> None:
     from acp import RequestError
 
-    from acp_agent.test_acp import agent
     from mission_control.terminal import run_in_pty
+    from support.acp import agent
 
     home, workspace = places(tmp_path, 'model = "mock-larg"\n' + MOCKS)
     done = magi(home, workspace, "exec", "hi")

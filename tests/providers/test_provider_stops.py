@@ -22,6 +22,7 @@ from providers.local_server import LocalServer, Reply, sse
 from providers.test_stream_boundaries import RICH, whole_events
 from providers.test_wire_apis import collect
 from providers.test_wire_errors import WIRES
+from support.wires import typed
 
 pytestmark = pytest.mark.anyio
 
@@ -83,10 +84,6 @@ async def test_responses_tools_carry_strict_explicitly(server: LocalServer, tmp_
     await collect(provider, request)
     sent = json.loads(server.requests[0].body)["tools"]
     assert [(t["name"], t["strict"]) for t in sent] == [("read", False), ("edit", True)]
-
-
-def typed(kind: str, **fields: object) -> tuple[str, object]:
-    return (kind, {"type": kind, **fields})
 
 
 ANTHROPIC_OPEN_TOOL = sse(

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 from cryptography.hazmat.primitives import serialization
@@ -50,24 +51,6 @@ def use(monkeypatch: pytest.MonkeyPatch) -> Use:
         network.configure(table, env)
 
     return chosen
-
-
-@pytest.fixture
-def company(tmp_path: Path) -> Authority:
-    return Authority(tmp_path / "ca")
-
-
-@pytest.fixture(scope="module")
-def company_proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CompanyProxy]:
-    with CompanyProxy(tmp_path_factory.mktemp("proxy")) as started:
-        yield started
-
-
-@pytest.fixture
-def proxy(company_proxy: CompanyProxy) -> CompanyProxy:
-    """The company's proxy, what it forwarded for earlier tests forgotten."""
-    company_proxy.forget()
-    return company_proxy
 
 
 def serving(certificate: tuple[Path, Path], clients_of: Path | None = None) -> ssl.SSLContext:
@@ -375,17 +358,24 @@ class ClientCertificateGate:
     """An https server (HTTP/1.1) that requires a client certificate `ca` signed: one it
     refuses gets TLS's alert, and the connection is drained before it closes (as servers
     linger), so that the alert reaches the client, not a reset; one it takes is answered
-    `200 hello, me`."""
+    `200 hello, me`. A refusal is counted after its alert has gone out, so the client can
+    hear of it first: `refusals` waits for the count."""
 
     def __init__(self, certificate: tuple[Path, Path], ca: Path) -> None:
         self._context = serving(certificate, clients_of=ca)
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self.refused = 0
+        self._counted = threading.Condition()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def close(self) -> None:
         self._listener.close()
+
+    def refusals(self, at_least: int, within_s: float = 10.0) -> int:
+        with self._counted:
+            self._counted.wait_for(lambda: self.refused >= at_least, within_s)
+            return self.refused
 
     def _accept(self) -> None:
         while True:
@@ -407,7 +397,9 @@ class ClientCertificateGate:
             tls.sendall(b"hello, me")
             tls.close()
         except (ssl.SSLError, OSError):  # the alert went out: linger, below TLS
-            self.refused += 1
+            with self._counted:
+                self.refused += 1
+                self._counted.notify_all()
             socket.socket.shutdown(tls, socket.SHUT_WR)
             while socket.socket.recv(tls, 4096):
                 pass
@@ -442,7 +434,8 @@ async def test_a_refused_client_certificate_says_which_settings_to_check(
         "A server refused our client certificate, or asked for one: check [network] "
         "client_cert and client_key in the global settings."
     )
-    assert not error.retryable and gate.refused == 1
+    assert not error.retryable
+    assert await anyio.to_thread.run_sync(gate.refusals, 1) == 1
     gate.close()
 
 

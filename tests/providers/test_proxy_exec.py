@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from magi_code.client import environment
 from providers.company_ca import Authority
 from providers.hostile_server import H2Peer, HostileServer
 from providers.local_server import LocalServer, Reply
 from providers.proxy_peer import PASSWORD, USER, CompanyProxy
-from providers.test_hostile_exec import EXEC, SECRET, reply
+from providers.test_hostile_exec import SECRET, reply
 from providers.test_proxy import serving
+from support.exec import exec_run, run_magi_code
+from support.settings import places
 
 PROVIDER = "provider.test"  # only the proxy resolves it
 CREDENTIALS = (PASSWORD, base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode())
@@ -34,24 +35,6 @@ def answering(text: str) -> Callable[[H2Peer], None]:
 
 
 @pytest.fixture
-def company(tmp_path: Path) -> Authority:
-    return Authority(tmp_path / "ca")
-
-
-@pytest.fixture(scope="module")
-def company_proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CompanyProxy]:
-    with CompanyProxy(tmp_path_factory.mktemp("proxy")) as started:
-        yield started
-
-
-@pytest.fixture
-def proxy(company_proxy: CompanyProxy) -> CompanyProxy:
-    """The company's proxy, what it forwarded for earlier tests forgotten."""
-    company_proxy.forget()
-    return company_proxy
-
-
-@pytest.fixture
 def provider(company: Authority) -> Iterator[HostileServer]:
     """An HTTP/2 provider (TLS, `h2` only) with a certificate for provider.test."""
     with HostileServer(answering("THROUGH"), company.issue("provider", PROVIDER), h2=True) as s:
@@ -61,22 +44,13 @@ def provider(company: Authority) -> Iterator[HostileServer]:
 def exec_in(
     tmp_path: Path, provider: HostileServer, network: str = "", **env: str
 ) -> subprocess.CompletedProcess[bytes]:
-    home, workspace = tmp_path / "home", tmp_path / "ws"
-    home.mkdir()
-    workspace.mkdir()
     url = provider.url.replace("localhost", PROVIDER)
-    (home / "settings.toml").write_text(
+    home, workspace = places(
+        tmp_path,
         'provider = "company"\nmodel = "m"\n[providers.company]\nwire_api = "openai-responses"\n'
-        f'base_url = "{url}/v1"\napi_key_env = "COMPANY_KEY"\nmodels = ["m"]\n{network}'
+        f'base_url = "{url}/v1"\napi_key_env = "COMPANY_KEY"\nmodels = ["m"]\n{network}',
     )
-    return subprocess.run(
-        [*EXEC, "look around"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=workspace,
-        env=environment(home, COMPANY_KEY=SECRET, **env),
-        timeout=60,
-    )
+    return exec_run(["look around"], workspace, home, COMPANY_KEY=SECRET, **env)
 
 
 def shows_no_credential(tmp_path: Path, done: subprocess.CompletedProcess[bytes]) -> None:
@@ -161,14 +135,8 @@ def test_discovery_goes_through_the_global_settings_proxy(
             f'base_url = "https://{PROVIDER}:{port}/v1"\napi_key_env = "COMPANY_KEY"\n'
             f'discover = true\n[network]\nproxy = "{proxy.url()}"\nca_bundle = "{company.cert}"\n'
         )
-        done = subprocess.run(
-            [str(Path(EXEC[0])), "models", "--refresh", "--json"],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            cwd=tmp_path,
-            env=environment(home, COMPANY_KEY=SECRET),
-            timeout=60,
-        )
+        args = ["models", "--refresh", "--json"]
+        done = run_magi_code(args, tmp_path, home, COMPANY_KEY=SECRET)
     assert done.returncode == 0, done.stderr
     assert b"through-the-proxy" in done.stdout
     assert proxy.seen() == [f"CONNECT {PROVIDER}:{port}"]

@@ -5,9 +5,10 @@ and an activity of its own that the model is never shown as a call."""
 from pathlib import Path
 
 import pytest
-from turn_world import Recorder, World, script
+from turn_world import Recorder, World
 
 from magi_code.runner.replay import replay
+from support.sessions import script
 
 pytestmark = pytest.mark.anyio
 
@@ -171,3 +172,23 @@ async def test_a_profile_tool_list_bounds_code_and_what_it_may_call(world: World
     await world.turn(code_turn(SURVEY))
     result = world.tool_results()[-1]
     assert "AttributeError: no tool named 'grep'; tools: read_file" in result
+
+
+async def test_a_bad_call_is_refused_alike_by_the_model_and_by_a_program(world: World) -> None:
+    """One call path: the same bad input is refused with the same words and the same activity
+    (started, then failed, with the refusal as its summary), whoever made the call."""
+    world.settings("code_mode = true\n")
+    direct = {"tools": [{"name": "read_file", "arguments": {"nope": 1}}]}
+    _, seen = await world.turn(
+        script(
+            direct,
+            {"tools": [{"name": "code", "arguments": {"program": "tools.read_file(nope=1)"}}]},
+        )
+    )
+    told_model, told_program = world.tool_results()
+    assert "rejected" in told_model
+    assert told_model.split("\n")[-1] in told_program
+    model_states = [(a.state, a.summary) for a in seen.activities("read_file")]
+    program_states = [(a.state, a.summary) for a in seen.activities("code:read_file")]
+    assert [s for s, _ in model_states] == [s for s, _ in program_states] == ["started", "failed"]
+    assert model_states[-1][1] == program_states[-1][1]

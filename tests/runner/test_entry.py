@@ -34,7 +34,10 @@ class Collect:
         self.events.append(args)
 
 
-def one_turn(tmp_path: Path, prompt: str) -> tuple[RunFinished, Any]:
+def one_turn(
+    tmp_path: Path, prompt: str, selection: tuple[str | None, None, None] = (None, None, None)
+) -> tuple[RunFinished, Any]:
+    """One turn through `start_turn` with `selection` (none: the session's own)."""
     home = tmp_path / "home"
     admitted = admit(str(tmp_path), {"MC_HOME": str(home), "PATH": os.environ["PATH"]})
     store = SessionStore(Path(admitted.paths.home))
@@ -45,7 +48,7 @@ def one_turn(tmp_path: Path, prompt: str) -> tuple[RunFinished, Any]:
         return await start_turn(
             admitted,
             attachment,
-            (None, None, None),
+            selection,
             prompt,
             run_id="r1",
             emitter=collect,
@@ -73,28 +76,8 @@ def test_parts_are_built_once_and_reused_by_every_turn(tmp_path: Path) -> None:
 
 
 def test_a_setup_failure_is_not_started_and_never_raises(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    admitted = admit(str(tmp_path), {"MC_HOME": str(home), "PATH": os.environ["PATH"]})
-    store = SessionStore(Path(admitted.paths.home))
-    attachment = store.create(admitted.cwd, Selection(admitted.provider, admitted.model, None))
-    collect = Collect()
-
-    async def go() -> RunFinished:
-        return await start_turn(
-            admitted,
-            attachment,
-            ("no-such-provider", None, None),  # turn_setup raises KeyError
-            "hello",
-            run_id="r1",
-            emitter=collect,
-            control=TurnControl(),
-            approvals=ApprovalBroker(collect.announce),
-        )
-
-    try:
-        finished = anyio.run(go)
-    finally:
-        attachment.close()
+    # turn_setup raises KeyError
+    finished, _ = one_turn(tmp_path, "hello", ("no-such-provider", None, None))
     assert (finished.outcome, finished.persistence) == ("failed", "not_started")
 
 

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from turn_world import World, script
+from turn_world import World
 
 from magi_code.limits import (
     HOOK_CONTEXT_BYTES,
@@ -21,6 +21,7 @@ from magi_code.providers.base import UserText
 from magi_code.runner import hooks
 from magi_code.runner.hooks import Finished, Hook, HookConfigError
 from magi_code.runner.replay import replay
+from support.sessions import script
 
 pytestmark = pytest.mark.anyio
 

@@ -21,7 +21,7 @@ from magi_code.providers.base import (
     UserText,
 )
 from magi_code.runner import compaction
-from magi_code.runner.events import Activity, Diagnostic, MessageDelta, RunEvent, RunFinished
+from magi_code.runner.events import Activity, Diagnostic, RunEvent, RunFinished
 from magi_code.runner.journal import (
     HISTORY_NEAR_CODE,
     PROJECTION_NEAR_TEXT,
@@ -35,6 +35,7 @@ from magi_code.runner.turn import TurnControl, run_turn
 from magi_code.sessions import Attachment, Selection, SessionStore, reader
 from magi_code.sessions.snapshot import build
 from magi_code.tools.approvals import ApprovalBroker
+from runner.turn_world import Quiet
 
 pytestmark = pytest.mark.anyio
 
@@ -48,17 +49,6 @@ PROMPTS = [
     "fixture:" + json.dumps([{"text": "long " * 5000, "deltas": 7}]),  # persisted as chunks
     "fixture:" + json.dumps([{"tools": [{"name": "no_such_tool", "arguments": {}}]}]),
 ]
-
-
-class Quiet:
-    def delta(self, event: MessageDelta) -> None:
-        pass
-
-    async def critical(self, event: RunEvent) -> None:
-        pass
-
-    async def announce(self, approval_id: str, summary: str, expires_in_ms: int) -> None:
-        raise AssertionError("no approval expected")
 
 
 class BreaksMidReply:

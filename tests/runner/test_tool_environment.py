@@ -4,21 +4,19 @@ LANG and what `[shell] env_keep` names are there. Then the allow-list, its secon
 env_keep's globs, one by one."""
 
 import json
+import os
 import random
 import string
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from magi_code.client import environment
 from magi_code.config import trust
 from magi_code.runner import environment as tool_environment
 from magi_code.runner.setup import tool_env
 from magi_code.runner.startup import admit
+from support.exec import exec_run
 
-EXEC = [str(Path(sys.executable).with_name("magi-code")), "exec"]
 ALNUM = string.ascii_letters + string.digits
 
 
@@ -80,15 +78,9 @@ def test_a_shell_command_sees_none_of_the_planted_secrets(tmp_path: Path) -> Non
     prompt = "fixture:" + json.dumps(
         [{"tools": [{"name": "shell", "arguments": {"command": "env"}}]}]
     )
-    env = environment(home, **PLANTED, **KEPT, HOME=str(user_home))
-    done = subprocess.run(
-        [*EXEC, "--json", "--approval-mode", "full", prompt],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        cwd=workspace,
-        env=env,
-        timeout=60,
-    )
+    args = ["--json", "--approval-mode", "full", prompt]
+    done = exec_run(args, workspace, home, **PLANTED, **KEPT, HOME=str(user_home))
+
     assert done.returncode == 0, done.stderr
     (session,) = (home / "sessions").glob("*.jsonl")
     records = [json.loads(line) for line in session.read_text().splitlines() if line]
@@ -99,7 +91,8 @@ def test_a_shell_command_sees_none_of_the_planted_secrets(tmp_path: Path) -> Non
     leaked = [s for s in SECRETS if s in result or s in stdout or s in session.read_text()]
     assert leaked == [], sorted(n for n, v in PLANTED.items() if v in leaked)
     assert not set(PLANTED) & set(shown), sorted(set(PLANTED) & set(shown))
-    assert shown["PATH"] == env["PATH"]
+    assert shown["PATH"] == os.environ["PATH"]
+
     assert shown["HOME"] == str(user_home)
     assert shown["LANG"] == "C.UTF-8"
     assert shown["MY_TOOL_HOME"] == "/opt/my-tool-kept"  # kept by env_keep

@@ -16,6 +16,7 @@ from magi_code.providers.base import (
     ToolCall,
     ToolCallDone,
     ToolResult,
+    Usage,
     UserText,
 )
 from magi_code.runner.events import MessageDelta, RunEvent, RunFinished
@@ -143,6 +144,68 @@ async def test_undeliverable_critical_event_cancels_with_output_unavailable(
     ]
     assert records[-1]["type"] == "run_finished"
     assert records[-1]["error_code"] == "output_unavailable"
+
+
+def stored(world: tuple[Admitted, Attachment, SessionStore]) -> list[dict[str, object]]:
+    _, attachment, store = world
+    raw = store.path_of(attachment.session_id).read_bytes()
+    return [json.loads(line) for line in raw.split(b"\n") if line]
+
+
+async def test_a_runs_usage_is_stored_on_its_run_finished_record(
+    world: tuple[Admitted, Attachment, SessionStore],
+) -> None:
+    call = ToolCall("c1", "read_file", json.dumps({"path": "notes.txt"}))
+    provider = Capturing(
+        [
+            [ToolCallDone(call), Usage(100, 10, 60), Completed("tool_use")],
+            [TextDelta("alpha"), Usage(130, 7), Completed()],
+            [TextDelta("no figure"), Completed()],
+        ]
+    )
+    await turn(world, provider, "what is in notes?", Recorder())
+    first = stored(world)[-1]
+    assert first["type"] == "run_finished" and first["usage"] == {
+        "rounds": 2,
+        "input_tokens": 230,
+        "output_tokens": 17,
+        "cached_input_tokens": 60,
+        "context_tokens": 137,  # the last request and its reply
+    }
+    await turn(world, provider, "and a provider that says nothing?", Recorder())
+    assert "usage" not in stored(world)[-1]  # nothing stored when nothing was said
+
+
+async def test_a_compactions_tokens_count_in_the_turns_usage_not_in_its_rounds(
+    world: tuple[Admitted, Attachment, SessionStore],
+) -> None:
+    admitted, attachment, _ = world
+    provider = Capturing(
+        [
+            [TextDelta("first answer"), Usage(50, 5), Completed()],
+            [TextDelta("the summary"), Usage(40, 4), Completed()],  # the compaction's request
+            [TextDelta("second answer"), Usage(20, 2), Completed()],
+        ]
+    )
+    await turn(world, provider, "first", Recorder())
+    setup = turn_setup(
+        admitted,
+        ("fixture", None, None),
+        attachment.session_id,
+        "r2",
+        ApprovalBroker(Recorder().announce),
+    )
+    setup.provider, setup.context_window = provider, 1  # anything is past it: compact first
+    await run_turn(setup, SessionJournal(attachment), Recorder(), TurnControl(), "second")
+    assert provider.requests[1].purpose == "compaction"
+    assert [r["type"] for r in stored(world)][-2:] == ["assistant", "run_finished"]
+    assert stored(world)[-1]["usage"] == {
+        "rounds": 1,
+        "input_tokens": 60,
+        "output_tokens": 6,
+        "cached_input_tokens": 0,
+        "context_tokens": 22,
+    }
 
 
 def test_replay_starts_from_a_compaction_summary() -> None:

@@ -14,29 +14,18 @@ from pathlib import Path
 import pytest
 
 from magi_code.providers.base import Completed, ModelRequest, ProviderEvent, TextDelta
-from magi_code.runner.events import MessageDelta, RunEvent
 from magi_code.runner.journal import SessionJournal
 from magi_code.runner.setup import turn_setup
 from magi_code.runner.startup import Admitted, admit
 from magi_code.runner.turn import TurnControl, run_turn
 from magi_code.sessions import Attachment, Selection, SessionStore
 from magi_code.tools.approvals import ApprovalBroker
+from runner.turn_world import Quiet
 
 pytestmark = pytest.mark.anyio
 
 SHORT, LONG = 100, 1_600  # turns of history; LONG stays below the fold (9,000 parts)
 SLACK = 8 * 1024  # bytes; one copy of LONG's 3,200 parts is 25 KiB of pointers
-
-
-class Quiet:
-    def delta(self, event: MessageDelta) -> None:
-        pass
-
-    async def critical(self, event: RunEvent) -> None:
-        pass
-
-    async def announce(self, approval_id: str, summary: str, expires_in_ms: int) -> None:
-        raise AssertionError("no approval expected")
 
 
 class Constant:

@@ -1,5 +1,6 @@
 """A workspace, an MC_HOME with settings, and in-process turns on real session files: what the
-hook and Code Mode tests drive. Turns use the fixture provider unless a test swaps it."""
+hook and Code Mode tests drive. Turns use the fixture provider unless a test swaps it. A turn's
+events go to a `Recorder`, or to `Quiet` where a test looks only at the session file."""
 
 import json
 from dataclasses import dataclass, field
@@ -16,8 +17,15 @@ from magi_code.sessions import Attachment, Selection, SessionStore
 from magi_code.tools.approvals import ApprovalBroker
 
 
-def script(*rounds: dict[str, Any]) -> str:
-    return "fixture:" + json.dumps(list(rounds))
+class Quiet:
+    def delta(self, event: MessageDelta) -> None:
+        pass
+
+    async def critical(self, event: RunEvent) -> None:
+        pass
+
+    async def announce(self, approval_id: str, summary: str, expires_in_ms: int) -> None:
+        raise AssertionError("no approval expected")
 
 
 @dataclass

@@ -9,22 +9,7 @@ import pytest
 from sessions_support import SID, header, run_child, write_session
 
 from magi_code.sessions import SessionError, SessionStore, is_active
-
-HOLDER = """
-import sys
-from pathlib import Path
-from magi_code.sessions import SessionError, SessionStore
-store = SessionStore(Path(sys.argv[1]))
-try:
-    attachment, _ = store.open(sys.argv[2], sys.argv[3])
-except SessionError as err:
-    print(err.code, flush=True)
-    raise SystemExit(0)
-print("held", flush=True)
-sys.stdin.read()  # hold the session until the parent closes our stdin
-attachment.close()
-print("released", flush=True)
-"""
+from support.sessions import HOLDER, hold_open
 
 GRAB = """
 import sys
@@ -40,18 +25,6 @@ else:
 """
 
 
-def _holder(store: SessionStore, cwd: Path) -> subprocess.Popen[str]:
-    child = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(store.directory.parent), SID, str(cwd)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None
-    assert child.stdout.readline() == "held\n"
-    return child
-
-
 def _busy(store: SessionStore, cwd: Path) -> None:
     with pytest.raises(SessionError) as caught:
         store.open(SID, cwd)
@@ -60,7 +33,7 @@ def _busy(store: SessionStore, cwd: Path) -> None:
 
 def test_another_process_owning_the_session_makes_it_busy(store: SessionStore, cwd: Path) -> None:
     write_session(store, [header(cwd)])
-    child = _holder(store, cwd)
+    child = hold_open(store.directory.parent, SID, cwd)
     try:
         assert is_active(store.directory, SID)
         _busy(store, cwd)
@@ -74,7 +47,7 @@ def test_another_process_owning_the_session_makes_it_busy(store: SessionStore, c
 
 def test_a_killed_owner_releases_its_leases(store: SessionStore, cwd: Path) -> None:
     write_session(store, [header(cwd)])
-    child = _holder(store, cwd)
+    child = hold_open(store.directory.parent, SID, cwd)
     _busy(store, cwd)
     child.send_signal(signal.SIGKILL)
     child.communicate(timeout=30)

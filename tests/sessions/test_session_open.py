@@ -9,6 +9,18 @@ from sessions_support import SID, finished, header, line, pages, user, write_ses
 
 from magi_code.sessions import SessionError, SessionStore, valid_session_id
 
+USAGE = {
+    "rounds": 2,
+    "input_tokens": 230,
+    "output_tokens": 17,
+    "cached_input_tokens": 60,
+    "context_tokens": 137,
+}
+
+
+def finished_with(usage: object) -> dict[str, Any]:
+    return {**finished("r"), "usage": usage}
+
 
 def _code(store: SessionStore, cwd: Path, session_id: str = SID) -> str:
     with pytest.raises(SessionError) as caught:
@@ -100,6 +112,11 @@ def test_empty_existing_file_is_durable_and_complete(store: SessionStore, cwd: P
             ),
             id="provenance-not-bool",
         ),
+        pytest.param(line(finished_with({"rounds": 1})), id="usage-incomplete"),
+        pytest.param(line(finished_with({**USAGE, "input_tokens": -1})), id="usage-negative"),
+        pytest.param(line(finished_with({**USAGE, "rounds": True})), id="usage-bool"),
+        pytest.param(line(finished_with({**USAGE, "output_tokens": 1.5})), id="usage-float"),
+        pytest.param(line(finished_with([1, 2, 3])), id="usage-not-object"),
         pytest.param(b"[" * 100_000 + b"\n", id="too-deep"),
     ],
 )
@@ -108,6 +125,22 @@ def test_malformed_lines_make_the_session_invalid(
 ) -> None:
     write_session(store, [header(cwd)], tail=raw + line(user("r9", "after")))
     assert _code(store, cwd) == "session_invalid"
+
+
+def test_a_runs_stored_usage_opens_and_a_run_without_one_too(
+    store: SessionStore, cwd: Path
+) -> None:
+    records = [header(cwd), user("r", "q"), finished_with(USAGE), user("o", "older")]
+    write_session(store, [*records, finished("o")])  # a run of an older file: no usage
+    attachment, _ = store.open(SID, cwd)
+    try:
+        assert [r.get("usage") for r in attachment.records() if r["type"] == "run_finished"] == [
+            USAGE,
+            None,
+        ]
+        assert pages(attachment.history)[-1].complete
+    finally:
+        attachment.close()
 
 
 def test_symlinked_session_file_is_invalid(store: SessionStore, cwd: Path, tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""What history shows: reconciliation, privacy filters, redaction, interrupted and torn turns."""
+"""What history shows: reconciliation, privacy filters, redaction, interrupted and torn turns,
+and how cancelled and failed turns ended (kept beside the entries, never paged)."""
 
 from pathlib import Path
 from typing import Any
@@ -6,7 +7,8 @@ from typing import Any
 from sessions_support import finished, header, line, messages, pages, user, write_session
 
 from magi_code.sessions import SessionStore
-from magi_code.sessions.projection import INTERRUPTED_TEXT, TORN_TEXT
+from magi_code.sessions.projection import INTERRUPTED_TEXT, TORN_TEXT, Ending
+from magi_code.sessions.reader import read_session
 
 
 def chunk(run: str, mid: str, index: int, text: str) -> dict[str, Any]:
@@ -163,6 +165,47 @@ def test_failed_and_cancelled_turns_keep_partial_replies_and_can_be_complete(
         ("activity", "read_file started", True),
     ]
     assert complete
+
+
+def test_how_cancelled_and_failed_turns_ended_is_kept_beside_the_entries_never_paged(
+    store: SessionStore, cwd: Path
+) -> None:
+    records = [
+        user("r1", "q1"),
+        chunk("r1", "a1", 0, "half"),
+        finished("r1", "cancelled"),
+        user("r2", "q2"),
+        tool("r2", "t", "started"),
+        finished("r2", "failed", "execution_failed"),
+        user("r3", "q3"),  # interrupted: its diagnostic entry says so, no ending
+        user("r4", "q4"),
+        assistant("r4", "a4", "fine"),
+        finished("r4"),
+    ]
+    write_session(store, [header(cwd), *records])
+    attachment, _ = store.open("s-test_0001", cwd)
+    try:
+        entries = messages(pages(attachment.history))
+        assert [kind for kind, _, _ in entries] == [
+            "user",
+            "assistant",
+            "user",
+            "activity",
+            "user",
+            "diagnostic",
+            "user",
+            "assistant",
+        ]  # the wire's entries, as they were
+        cancelled, failed = Ending(1, "cancelled", None), Ending(3, "failed", "execution_failed")
+        assert attachment.history.endings == (cancelled, failed)  # after each run's last entry
+        attachment.append(user("r5", "q5"), fsync=False)
+        attachment.append(finished("r5", "cancelled", "output_unavailable"), fsync=False)
+        live = attachment.snapshot().endings
+        assert live == (cancelled, failed, Ending(8, "cancelled", "output_unavailable"))
+        fresh = read_session(store.path_of("s-test_0001"), "s-test_0001", str(cwd.resolve()))
+        assert fresh.projection.endings == live  # the live attachment and a fresh read agree
+    finally:
+        attachment.close()
 
 
 def test_interrupted_turn_adds_partial_reply_and_diagnostic(store: SessionStore, cwd: Path) -> None:

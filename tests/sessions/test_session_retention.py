@@ -26,16 +26,8 @@ from magi_code.sessions.retention import (
     retention_days,
     scan,
 )
+from support.sessions import hold_open
 
-HOLDER = """
-import sys
-from pathlib import Path
-from magi_code.sessions import SessionStore
-attachment, _ = SessionStore(Path(sys.argv[1])).open(sys.argv[2], sys.argv[3])
-print("held", flush=True)
-sys.stdin.read()  # hold the session until the parent closes our stdin
-attachment.close()
-"""
 WRITER_ONLY = """
 import fcntl, os, sys
 fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
@@ -50,18 +42,6 @@ def stored(store: SessionStore, cwd: Path, sid: str, age_ns: int, now_ns: int) -
     path = write_session(store, [header(cwd), user("r1", f"hello from {sid}")], session_id=sid)
     os.utime(path, ns=(now_ns - age_ns, now_ns - age_ns))
     return path
-
-
-def holder(store: SessionStore, sid: str, cwd: Path) -> subprocess.Popen[str]:
-    child = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(store.directory.parent), sid, str(cwd)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None
-    assert child.stdout.readline() == "held\n"
-    return child
 
 
 def test_age_edge_at_the_nanosecond(store: SessionStore, cwd: Path) -> None:
@@ -101,7 +81,7 @@ def test_attached_by_another_process_is_never_deleted(store: SessionStore, cwd: 
     now = time.time_ns()
     held = stored(store, cwd, "held", 90 * DAY_NS, now)
     free = stored(store, cwd, "free", 90 * DAY_NS, now)
-    child = holder(store, "held", cwd)
+    child = hold_open(store.directory.parent, "held", cwd)
     try:
         assert prune(store.directory, 0, time.time_ns(), dry_run=True) == ["free"]
         assert prune(store.directory, 0, time.time_ns()) == ["free"]

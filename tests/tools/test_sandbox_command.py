@@ -21,12 +21,13 @@ from pathlib import Path
 import pytest
 from sandbox_places import Places, places
 
+from magi_code.tools.limits import SANDBOX_RULESET_SPAWNS
 from magi_code.tools.sandbox import modes
 from magi_code.tools.sandbox.modes import Sandbox, SandboxSettings, support
+from support.exec import MAGI_CODE
 
 __all__ = ["places"]  # the fixture
 
-MAGI = str(Path(sys.executable).with_name("magi-code"))
 PYTHON = sys.executable
 
 
@@ -38,7 +39,7 @@ def sandbox(
     **popen: object,
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(  # type: ignore[call-overload, no-any-return]
-        [MAGI, "sandbox", *options, "--", *command],
+        [MAGI_CODE, "sandbox", *options, "--", *command],
         cwd=where.workspace,
         env=env if env is not None else where.env(),
         capture_output=True,
@@ -186,8 +187,8 @@ ln -s "$HOME/.ssh/id_ed25519" link && { cat link || echo symlink-refused; }
 ln "$HOME/.ssh/id_ed25519" hardlink || echo hardlink-refused
 mv "$MC_HOME/credentials.json" src/ || echo move-refused
 cat "/proc/self/root$HOME/.ssh/id_ed25519" || echo proc-root-refused
-@MAGI@ sandbox --mode full-access -- cat "$HOME/.ssh/id_ed25519" || echo nested-refused
-MAGI_SANDBOX_MODE=full-access @MAGI@ sandbox -- cat "$MC_HOME/credentials.json" \
+@MAGI_CODE@ sandbox --mode full-access -- cat "$HOME/.ssh/id_ed25519" || echo nested-refused
+MAGI_SANDBOX_MODE=full-access @MAGI_CODE@ sandbox -- cat "$MC_HOME/credentials.json" \
   || echo nested-env-refused
 """
 REFUSED_READS = [
@@ -205,7 +206,7 @@ REFUSED_READS = [
 
 @pytest.mark.parametrize("mode", ["workspace-write", "read-only"])
 def test_the_secret_places_are_unreadable(places: Places, mode: str) -> None:
-    done = sh(places, SECRET_READS.replace("@MAGI@", MAGI), "--mode", mode)
+    done = sh(places, SECRET_READS.replace("@MAGI_CODE@", MAGI_CODE), "--mode", mode)
     # read-only makes no link to read through; the rest is refused the same.
     expected = [w for w in REFUSED_READS if mode == "workspace-write" or w != "symlink-refused"]
     for word in expected:
@@ -276,23 +277,122 @@ def test_a_project_file_may_narrow_the_sandbox(places: Places) -> None:
 # --- processes -----------------------------------------------------------------------------
 
 
+# Every ancestor of the command up to `magi-code sandbox` itself (whose parent is this test):
+# with a PID namespace, its init and the tracked process too, both copies of magi-code. /proc
+# is the outer namespace's, so pids are read from it, never from getpid().
+ANCESTORS = r"""
+import os
+test = int(os.environ["MAGI_TEST_PID"])
+
+def parent(pid):
+    stat = open(f"/proc/{pid}/stat", "rb").read()
+    return int(stat[stat.rfind(b")") + 2 :].split()[1])
+
+pid = int(os.readlink("/proc/self"))
+while True:
+    pid = parent(pid)
+    if pid in (0, 1, test):
+        break
+    said = []
+    for name in ("environ", "maps"):
+        try:
+            with open(f"/proc/{pid}/{name}", "rb") as handle:
+                said.append(name + ":" + handle.read(4096).decode("latin-1"))
+        except OSError:
+            said.append(name + "-refused")
+    try:
+        os.close(os.open(f"/proc/{pid}/mem", os.O_RDONLY))  # the right is checked here
+        said.append("mem-opened")
+    except OSError:
+        said.append("mem-refused")
+    try:
+        said.append("fd:" + os.readlink(f"/proc/{pid}/fd/0"))
+    except OSError:
+        said.append("fd-refused")
+    try:
+        os.kill(pid, 0)
+        said.append("signalled")
+    except OSError:
+        said.append("signal-refused")
+    print(" ".join(said).replace("\n", " "))
+"""
+REFUSED = "environ-refused maps-refused mem-refused fd-refused signal-refused"
+
+
 def test_the_parent_process_is_out_of_reach(places: Places) -> None:
     marker = f"parent-marker-{uuid.uuid4().hex}"
-    script = (
-        "cat /proc/$PPID/environ || echo environ-refused\n"
-        "readlink /proc/$PPID/fd/0 || echo fd-refused\n"
-        "head -c 8 /proc/$PPID/maps || echo maps-refused\n"
-        "kill -0 $PPID || echo signal-refused\n"
-    )
-    env = places.env(MAGI_TEST_PARENT_MARKER=marker)
-    done = sh(places, script, env=env)
-    refused = ["environ-refused", "fd-refused", "maps-refused", "signal-refused"]
-    assert lines(done) == refused, done.stderr
+    env = places.env(MAGI_TEST_PARENT_MARKER=marker, MAGI_TEST_PID=str(os.getpid()))
+    done = sandbox(places, [PYTHON, "-c", ANCESTORS], env=env)
+    # magi-code, and with a PID namespace the tracked process and the namespace's init; with
+    # the namespace's own /proc none of them (the walk ends at init, PID 1: the next test).
+    shown = 0 if modes.own_proc() else 3 if modes.containment() is None else 1
+    assert len(lines(done)) == shown, done.stderr
+    assert set(lines(done)) <= {REFUSED}, done.stdout
     assert marker not in done.stdout + done.stderr
-    # The sandbox is what refuses: without it, the same commands reach the parent.
-    unconfined = sh(places, script, "--mode", "full-access", env=env)
+    # The sandbox is what refuses: without it, the same attempts reach the parent.
+    unconfined = sandbox(places, [PYTHON, "-c", ANCESTORS], "--mode", "full-access", env=env)
     assert marker in unconfined.stdout
-    assert not set(refused) & set(lines(unconfined)), unconfined.stderr
+    assert len(lines(unconfined)) == 1
+    assert not set(REFUSED.split()) & set(unconfined.stdout.split()), unconfined.stderr
+
+
+SEEN = "ls /proc | grep -c '^[0-9]'; cat /proc/[0-9]*/cmdline | tr '\\0' ' '; echo"
+
+
+def test_a_contained_command_sees_its_own_processes_only(places: Places) -> None:
+    """The command's /proc is its PID namespace's: the agent, its ancestors and the user's
+    other processes (command lines that may hold a secret) are not there, while /proc/self
+    and the command's own processes are; the machine's /proc is as it was."""
+    if not modes.own_proc():
+        pytest.skip(f"no /proc of its own here: {modes.containment() or 'the mount is refused'}")
+    marker = f"argv-secret-{uuid.uuid4().hex}"
+    mounts = Path("/proc/self/mountinfo").read_text().count(" - proc ")
+    outside = subprocess.Popen([PYTHON, "-c", "import time; time.sleep(60)", marker])
+    try:
+        done = sh(places, f"{SEEN}; cat /proc/self/status | grep -c '^Pid'; ls /proc/{outside.pid}")
+        unconfined = sh(places, SEEN, "--mode", "full-access")
+    finally:
+        outside.kill()
+        outside.wait()
+    count, seen, has_status = lines(done)[:3]
+    assert int(count) <= 6, done.stdout  # init, sh, ls, grep, cat, tr
+    assert marker not in done.stdout + done.stderr
+    assert "sh -c" in seen and "magi-code" in seen  # the command's, and init's (the agent's copy)
+    assert has_status == "1" and "No such file or directory" in done.stderr
+    assert marker in unconfined.stdout and int(lines(unconfined)[0]) > 6  # the test can fail
+    assert Path("/proc/self/mountinfo").read_text().count(" - proc ") == mounts
+    assert Path(f"/proc/{os.getpid()}").exists()
+
+
+def test_the_ruleset_the_inits_add_their_proc_to_is_made_anew_at_its_bound(
+    places: Places, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each command's init adds a rule for its /proc to the kept ruleset: the ruleset is
+    given SANDBOX_RULESET_SPAWNS times after it was made, then made anew from the same rules,
+    and the commands after it see their /proc as before."""
+    if not modes.own_proc():
+        pytest.skip(f"no /proc of its own here: {modes.containment() or 'the mount is refused'}")
+    # The folders the plan listed stand still here (other tests add places beside ours, which
+    # would make the confinement anew, rightly, and hide the count this test is about).
+    monkeypatch.setattr(modes, "_mtime", lambda folder: 0)
+    sandbox = Sandbox(SandboxSettings(), places.workspace, str(places.mc_home), str(places.home))
+    first = sandbox.shell()
+    assert first is not None and first.own_proc
+    for _ in range(SANDBOX_RULESET_SPAWNS - 1):
+        assert sandbox.shell() is first
+    renewed = sandbox.shell()  # the SANDBOX_RULESET_SPAWNS-th time it is given again
+    assert renewed is not None and renewed is not first and renewed.own_proc
+    assert renewed.ruleset_fd != first.ruleset_fd and renewed.seccomp == first.seccomp
+    # A spawn that took `first` and has not forked yet still can: its ruleset stays open
+    # until the next replacement.
+    assert subprocess.run(["true"], preexec_fn=first.apply, timeout=30).returncode == 0
+    assert lines(confined(sandbox, places, "cat /proc/self/stat | wc -l")) == ["1"]
+    assert sandbox.shell() is renewed  # the spawn took it, and so does the next
+    for _ in range(SANDBOX_RULESET_SPAWNS - 3):  # it too is given SANDBOX_RULESET_SPAWNS times
+        assert sandbox.shell() is renewed
+    assert sandbox.shell() is not renewed
+    with pytest.raises(OSError):
+        os.fstat(first.ruleset_fd)  # closed at the replacement after its own
 
 
 def test_the_exit_status_is_passed_through(places: Places) -> None:
@@ -317,7 +417,7 @@ def test_the_exit_status_is_passed_through(places: Places) -> None:
 )
 def test_bad_usage_exits_2_and_runs_nothing(places: Places, args: list[str], said: str) -> None:
     done = subprocess.run(
-        [MAGI, "sandbox", *args],
+        [MAGI_CODE, "sandbox", *args],
         cwd=places.workspace,
         env=places.env(),
         capture_output=True,
@@ -338,10 +438,24 @@ def test_bad_global_settings_exit_2_and_run_nothing(places: Places) -> None:
 
 def test_help_names_the_modes(places: Places) -> None:
     done = subprocess.run(
-        [MAGI, "sandbox", "--help"], env=places.env(), capture_output=True, text=True, timeout=30
+        [MAGI_CODE, "sandbox", "--help"],
+        env=places.env(),
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert done.returncode == 0
     assert "read-only, workspace-write or full-access" in done.stdout
+
+
+def test_without_a_pid_namespace_it_runs_and_says_so(places: Places) -> None:
+    done = sandbox(places, ["touch", "ran"], env=places.env(MC_NO_PID_NAMESPACE="1"))
+    assert done.returncode == 0 and (places.workspace / "ran").exists()
+    assert done.stderr == (
+        "magi-code sandbox: processes not contained here (MC_NO_PID_NAMESPACE=1 turns PID "
+        "namespaces off): what the command leaves in a new session may outlive it\n"
+    )
+    assert sandbox(places, ["true"]).stderr == ""  # contained: nothing said
 
 
 def test_without_landlock_nothing_runs(places: Places) -> None:

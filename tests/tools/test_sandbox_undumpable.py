@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from magi_code.client import environment
+from support.exec import MAGI_CODE
 
-MAGI_CODE = str(Path(sys.executable).with_name("magi-code"))
 # Both sides without capabilities: root with every capability could read any process.
 CAPLESS = ["setpriv", "--inh-caps=-all", "--bounding-set=-all"]
 

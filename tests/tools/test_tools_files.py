@@ -304,6 +304,7 @@ def test_every_builtin_has_a_schema() -> None:
         "grep",
         "shell",
         "web_fetch",
+        "update_plan",
     }
     for name, tool in TOOLS.items():
         assert tool.name == name and tool.description

@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import os
 import sys
-from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,12 +38,23 @@ from acp.schema import (
     SetSessionModeResponse,
 )
 
-from magi_code import limits
-from magi_code.acp import client_mcp, session_config, updates
+from magi_code import debug, limits
+from magi_code.acp import client_mcp, forms, session_config, updates
+from magi_code.acp.host import host_io
 from magi_code.acp.prompt_run import PromptRun
+from magi_code.acp.watched import Watched
+from magi_code.config.settings import SettingsError
+from magi_code.mcp.errors import McpStartupError
+from magi_code.mcp.tool import mcp_tools
 from magi_code.mission_control.observe import ApprovalMode, FacePolicy, Grants
+from magi_code.providers.known_models import load_cache, refusal
+from magi_code.providers.known_models import offered as models_of
+from magi_code.records import field, record
+from magi_code.runner.agents import SessionAgents
+from magi_code.runner.entry import start_turn
+from magi_code.runner.events import Diagnostic
 from magi_code.runner.startup import Admitted, StartupError, admit
-from magi_code.runner.turn import TurnControl, TurnSetup
+from magi_code.runner.turn import ROUND_LIMIT_CODE, TurnControl, TurnSetup, new_id
 from magi_code.sessions import (
     Attachment,
     Selection,
@@ -51,6 +62,7 @@ from magi_code.sessions import (
     SessionStore,
     valid_session_id,
 )
+from magi_code.tools.approvals import ApprovalBroker
 
 if TYPE_CHECKING:
     from acp.schema import StopReason
@@ -61,12 +73,14 @@ if TYPE_CHECKING:
     from magi_code.tools.sandbox.modes import Sandbox
 
 VERSION = "0.1.0"
-# A failed run whose diagnostic names a stop ACP has a reason for ends the prompt with it.
-# (`refused` is not here: the code is also an HTTP 4xx failure's, which is an error.)
+MODE_FIELD = "approval_mode"  # of a `session` record: the mode the client chose last
+# A run that failed as the model's answer stopped short (its diagnostic's `stop`), or on its
+# bound of model requests, ends the prompt with the reason ACP has for it. The diagnostic's
+# code cannot tell them apart: `refused` is also an HTTP 4xx failure's, which is an error.
 STOPPED_BY: dict[str, StopReason] = {
+    "refused": "refusal",
     "content_filtered": "refusal",
-    "output_limit": "max_tokens",
-    "round_limit": "max_turn_requests",
+    "max_tokens": "max_tokens",
 }
 
 
@@ -76,12 +90,10 @@ def failure(code: str) -> RequestError:
 
 def _settings_error(failed: StartupError) -> bool:
     """Whether startup failed on the settings (their error names the key and the file)."""
-    from magi_code.config.settings import SettingsError
-
     return isinstance(failed.__cause__, SettingsError)
 
 
-@dataclass
+@record(frozen=False)
 class Session:
     admitted: Admitted
     attachment: Attachment
@@ -148,15 +160,15 @@ class MagiAgent:
 
     async def admit(self, canonical: str) -> Admitted:
         try:
-            admitted = await anyio.to_thread.run_sync(admit, canonical, dict(os.environ))
+            elicits = forms.offers_forms(self.client_caps)
+            admitting = partial(admit, canonical, dict(os.environ), elicits=elicits)
+            admitted = await anyio.to_thread.run_sync(admitting)
         except StartupError as failed:
             said = failed.detail or (str(failed.__cause__) if _settings_error(failed) else "")
             if said:  # for the person reading the agent's log; the client gets the code
                 print(f"magi-code acp: startup failed: {failed.code}: {said}", file=sys.stderr)
             raise failure(failed.code) from None
         except Exception:  # noqa: BLE001 - a bug in startup: its text never reaches the client
-            from magi_code import debug
-
             debug.absorbed("acp startup")
             raise failure("startup_failed") from None
         for dropped in admitted.dropped:
@@ -196,10 +208,10 @@ class MagiAgent:
 
     async def client_servers(self, admitted: Admitted, servers: list[Any]) -> McpManager | None:
         """The client's MCP servers, connected for one session (client_mcp.py)."""
-        from magi_code.mcp.errors import McpStartupError
-
         try:
-            return await anyio.to_thread.run_sync(client_mcp.connect, servers, admitted)
+            elicits = forms.offers_forms(self.client_caps)
+            connecting = partial(client_mcp.connect, servers, admitted, elicits=elicits)
+            return await anyio.to_thread.run_sync(connecting)
         except client_mcp.Refused:
             raise failure("mcp_server_refused") from None
         except McpStartupError as failed:
@@ -208,8 +220,6 @@ class MagiAgent:
     async def agents(self, admitted: Admitted, attachment: Attachment) -> SessionAgents:
         """The session's melchior and subagents, as for the local agent (never fails; a
         notice that melchior could not start comes as the first turn's diagnostic)."""
-        from magi_code.runner.agents import SessionAgents
-
         return await anyio.to_thread.run_sync(SessionAgents.open, admitted, attachment)
 
     async def load_session(
@@ -231,6 +241,7 @@ class MagiAgent:
             raise failure(failed.code) from None
         try:
             entries, calls = await anyio.to_thread.run_sync(history, attachment)
+            mode = await anyio.to_thread.run_sync(saved_mode, attachment)
         except SessionError as failed:
             attachment.close()
             raise failure(failed.code) from None
@@ -249,7 +260,7 @@ class MagiAgent:
         if replaced is not None:  # its attachment was handed over by the open
             replaced.close_own()
         session = Session(admitted, attachment, agents, provider, model, thinking)
-        session.grants.mode = first_mode(admitted)
+        session.grants.mode = mode or first_mode(admitted)
         session.mcp = servers
         self.sessions[session_id] = session
         started: set[str] = set()
@@ -257,9 +268,13 @@ class MagiAgent:
         # The projection keeps the last of the activities (a compaction folds a prefix away)
         by_entry = dict(zip(reversed(shown), reversed(calls), strict=False))
         for entry in entries:
-            update = updates.replay(entry, started, by_entry.get(entry["message_id"]))
+            call = by_entry.get(entry["message_id"])
+            update = updates.replay(entry, started, call)
             if update is not None:
                 await self.client.session_update(session_id=session_id, update=update)
+                plan = updates.replayed_plan(call)
+                if plan is not None:
+                    await self.client.session_update(session_id=session_id, update=plan)
         if servers is not None:
             told = update_agent_message_text(client_mcp.told(mcp_servers or []))
             await self.client.session_update(session_id=session_id, update=told)
@@ -287,11 +302,18 @@ class MagiAgent:
     async def set_session_mode(
         self, session_id: str, mode_id: str, **_: Any
     ) -> SetSessionModeResponse:
+        """The session's approval mode from now on (the running prompt's next call), saved
+        with the session: `session/load` restores it."""
         session = self.held(session_id)
         mode = session_config.approval_mode(mode_id)
         if mode is None:
             raise failure("mode_unknown")
-        session.grants.mode = mode  # the running prompt's policy reads it at its next call
+        record = {"type": "session", MODE_FIELD: mode}
+        try:
+            await anyio.to_thread.run_sync(partial(session.attachment.append, record, fsync=True))
+        except (OSError, SessionError):
+            raise failure("session_unwritable") from None
+        session.grants.mode = mode
         return SetSessionModeResponse()
 
     async def set_config_option(
@@ -356,13 +378,6 @@ class MagiAgent:
         images: tuple[ImagePart, ...] = (),
     ) -> StopReason:
         """Run one prompt; how it stopped, or the failure a person can act on (raised)."""
-        from magi_code.acp.host import host_io
-        from magi_code.acp.watched import Watched
-        from magi_code.mcp.tool import mcp_tools
-        from magi_code.runner.entry import start_turn
-        from magi_code.runner.turn import new_id
-        from magi_code.tools.approvals import ApprovalBroker
-
         assert self.store is not None and self.client is not None
         sid = session.attachment.session_id
         run = PromptRun(self.client, sid, session.grants)
@@ -377,6 +392,8 @@ class MagiAgent:
                 setup.sandbox = session.sandbox
             tools = {**mcp_tools(session.mcp), **setup.tools} if session.mcp else setup.tools
             setup.tools = {name: Watched(tool, run.calls) for name, tool in tools.items()}
+            if forms.offers_forms(self.client_caps):  # the editor puts servers' questions
+                setup.elicit = run.elicit
 
         async with anyio.create_task_group() as sending:
             sending.start_soon(run.pump)
@@ -405,7 +422,7 @@ class MagiAgent:
             return "end_turn"
         if finished.outcome != "failed":
             return "cancelled"
-        stopped = STOPPED_BY.get(run.failure.code) if run.failure is not None else None
+        stopped = stop_reason(run.failure)
         if stopped is not None:  # a stop ACP names (its diagnostic said why)
             return stopped
         raise updates.run_failure(finished.error_code or "execution_failed", run.failure)
@@ -437,6 +454,15 @@ class MagiAgent:
                 admitted.mcp.close(limits.CLEANUP_WAIT_MS / 1000)
 
 
+def stop_reason(failure: Diagnostic | None) -> StopReason | None:
+    """The reason ACP has for the stop that failed a run, or None: an error."""
+    if failure is None:
+        return None
+    if failure.code == ROUND_LIMIT_CODE:
+        return "max_turn_requests"
+    return STOPPED_BY.get(failure.stop) if failure.stop is not None else None
+
+
 def remember(attachment: Attachment, selection: Selection) -> None:
     """Write the session's selection record (with its header): the session is loadable."""
     attachment.append({"type": "session", "selection": selection.to_record()}, fsync=True)
@@ -458,6 +484,16 @@ def history(attachment: Attachment) -> tuple[list[dict[str, Any]], list[updates.
             return entries, calls
 
 
+def saved_mode(attachment: Attachment) -> ApprovalMode | None:
+    """The approval mode last chosen for the session (`session/set_mode`), if any."""
+    stored = attachment.records() if attachment.durable else iter(())
+    chosen = None
+    for stored_record in stored:
+        if stored_record["type"] == "session" and MODE_FIELD in stored_record:
+            chosen = session_config.approval_mode(str(stored_record[MODE_FIELD]))
+    return chosen
+
+
 def first_mode(admitted: Admitted) -> ApprovalMode:
     """The `approval_mode` setting: ask (the default) or auto, as Mission Control starts."""
     return "auto" if admitted.settings.get("approval_mode") == "auto" else "ask"
@@ -465,9 +501,6 @@ def first_mode(admitted: Admitted) -> ApprovalMode:
 
 def choices(admitted: Admitted) -> list[tuple[str, str]]:
     """(provider, model) for each model each configured provider offers."""
-    from magi_code.providers.known_models import load_cache
-    from magi_code.providers.known_models import offered as models_of
-
     cache = load_cache(admitted.paths.home)
     found: list[tuple[str, str]] = []
     for provider, conf in admitted.settings.get("providers", {}).items():
@@ -478,8 +511,6 @@ def choices(admitted: Admitted) -> list[tuple[str, str]]:
 
 def offered(admitted: Admitted, provider: str, model: str) -> bool:
     """The one rule for a model name (providers/known_models.py), as startup applies it."""
-    from magi_code.providers.known_models import refusal
-
     conf = admitted.settings.get("providers", {}).get(provider)
     home = admitted.paths.home
     return isinstance(conf, dict) and refusal(provider, conf, model, home) is None

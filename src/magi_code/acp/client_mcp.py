@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from acp.schema import HttpMcpServer, McpServerStdio
 
+from magi_code.mcp.definitions import parse_servers
+from magi_code.mcp.errors import DefinitionError
 from magi_code.redact import redact
 
 if TYPE_CHECKING:
@@ -46,22 +48,28 @@ def tables(servers: Sequence[Any]) -> dict[str, dict[str, Any]]:
     return found
 
 
-def connect(servers: Sequence[Any], admitted: "Admitted") -> "McpManager | None":
+def connect(
+    servers: Sequence[Any], admitted: "Admitted", *, elicits: bool = False
+) -> "McpManager | None":
     """Connect the servers for one session (blocking: run it in a worker thread); None when
-    there are none. Raises Refused, or the MCP client's startup errors."""
-    from magi_code.mcp.definitions import parse_servers
-    from magi_code.mcp.errors import DefinitionError
-    from magi_code.mcp.manager import McpManager
-
+    there are none; `elicits`: the editor puts their questions to the person. Raises Refused,
+    or the MCP client's startup errors."""
     given = tables(servers)
     if not given:
         return None
+    from magi_code.mcp.manager import McpManager  # the MCP SDK: only when servers are given
+
     try:
         approved = {server.digest for server in parse_servers(given).values()}
     except DefinitionError:
         raise Refused from None
     return McpManager.start(
-        given, approved=approved, env=admitted.env, cwd=admitted.cwd, home=admitted.paths.home
+        given,
+        approved=approved,
+        env=admitted.env,
+        cwd=admitted.cwd,
+        home=admitted.paths.home,
+        elicits=elicits,
     )
 
 

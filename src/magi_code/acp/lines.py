@@ -16,13 +16,14 @@ A line past ACP_MESSAGE_BYTES never gets here: main.py skips it and answers TOO_
 """
 
 import json
-from typing import NamedTuple
 
 from magi_code import untrusted_json
 from magi_code.limits import ACP_MESSAGE_BYTES, UNTRUSTED_JSON_DEPTH
+from magi_code.records import record
 
 
-class Judged(NamedTuple):
+@record
+class Judged:
     line: bytes | None  # what the SDK reads, if anything
     answer: bytes | None  # the error written back to the client, if any
 

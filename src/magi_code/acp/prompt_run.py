@@ -8,6 +8,7 @@ CRITICAL_EVENT_WAIT_MS for room, and a client that cannot take them cancels the 
 (`output_unavailable`), as for the local agent. A tool call's content comes from what its
 tool noted (watched.py); a client terminal it runs in is shown as soon as it exists, and the
 command waits (bounded) until that update went out, so the client has it before its release.
+The plan `update_plan` sets goes out as a `plan` update, in its place among the rest.
 
 An approval is queued behind the tool call it is for, then asked in its own task (owned by
 the prompt, bounded by the approval's expiry); the broker stays the judge of expiry and of
@@ -15,7 +16,6 @@ who answered first. "Always allow" is the session grant (tools/grants.py: this e
 command and paths, never a protected path or a run outside the sandbox), as in every face.
 """
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -25,11 +25,14 @@ from acp.schema import AllowedOutcome
 from anyio.abc import TaskGroup
 
 from magi_code import limits
-from magi_code.acp import updates
+from magi_code.acp import forms, updates
 from magi_code.acp.watched import Call, Calls
+from magi_code.mcp.elicitation import Answer, Form
+from magi_code.records import field, record
 from magi_code.redact import redact
 from magi_code.runner.events import (
     Activity,
+    DetailEvent,
     Diagnostic,
     MessageDelta,
     MessageReconcile,
@@ -38,9 +41,11 @@ from magi_code.runner.events import (
 from magi_code.runner.turn import OutputUnavailable
 from magi_code.tools.approvals import ApprovalBroker, Asked
 from magi_code.tools.grants import SessionGrants
+from magi_code.tools.plan import PlanUpdate
+from magi_code.tools.progress import ToolProgress
 
 
-@dataclass
+@record(frozen=False)
 class Ask:
     approval_id: str
     tool_call_id: str
@@ -49,7 +54,17 @@ class Ask:
     expires_in_ms: int
 
 
-@dataclass
+@record(frozen=False)
+class Question:
+    """An MCP server's question, asked once the updates before it went out."""
+
+    form: Form
+    tool_call_id: str | None
+    answers: list[Answer] = field(default_factory=list)
+    answered: anyio.Event = field(default_factory=anyio.Event)
+
+
+@record(frozen=False)
 class Awaited:
     """An update whose sender is waited for (`sent` is set once it went out, or was lost)."""
 
@@ -57,14 +72,14 @@ class Awaited:
     sent: anyio.Event = field(default_factory=anyio.Event)
 
 
-@dataclass
+@record(frozen=False)
 class Message:
     sent: str = ""  # what the client has of this message, in order
     reconciled: str = ""
     gap: bool = False  # a delta was dropped: send no more deltas for it
 
 
-@dataclass
+@record(frozen=False)
 class PromptRun:
     client: Client
     session_id: str
@@ -91,10 +106,17 @@ class PromptRun:
                 if self.broken:
                     if isinstance(item, Awaited):
                         item.sent.set()
+                    if isinstance(item, Question):  # nobody is there to answer it
+                        item.answers.append(Answer("cancel"))
+                        item.answered.set()
                     continue
                 if isinstance(item, Ask):
                     assert self.asks is not None
                     self.asks.start_soon(self.ask, item)
+                    continue
+                if isinstance(item, Question):
+                    assert self.asks is not None
+                    self.asks.start_soon(self.ask_form, item)
                     continue
                 update = item.update if isinstance(item, Awaited) else item
                 try:
@@ -148,6 +170,15 @@ class PromptRun:
             await self.put(updates.diagnostic_update(event))
         # input.persisted: the client shows the prompt itself; run.finished: the response
 
+    async def detail(self, event: DetailEvent) -> None:
+        """Of the detail events, the plan `update_plan` set, as a `plan` update, and a running
+        call's progress, as its content (a tool's output reaches its tool call through
+        watched.py)."""
+        if isinstance(event, PlanUpdate):
+            await self.put(updates.plan_update(event))
+        elif isinstance(event, ToolProgress):
+            await self.put(updates.progress_update(event))
+
     async def reconcile(self, event: MessageReconcile) -> None:
         """Send what the deltas missed; what they already showed cannot be taken back."""
         message = self.messages.setdefault(event.message_id, Message())
@@ -195,3 +226,23 @@ class PromptRun:
         won = self.broker.answer(ask.approval_id, allow)
         if won and choice == updates.ALLOW_ALWAYS:
             self.grants.grant(ask.asked)
+
+    # ---- MCP servers' questions ------------------------------------------------------------
+
+    async def elicit(self, form: Form) -> Answer:
+        """An MCP server's question as `elicitation/create`, tied to the running tool call
+        (forms.py); queued behind the updates before it, answered by the person."""
+        question = Question(form, self.open_tool)
+        await self.put(question)
+        await question.answered.wait()
+        return question.answers[0]
+
+    async def ask_form(self, question: Question) -> None:
+        mode = forms.form_mode(question.form, self.session_id, question.tool_call_id)
+        try:
+            response = await self.client.create_elicitation(question.form.message, mode)
+            answer = forms.answer(response)
+        except Exception:  # noqa: BLE001 - an editor that failed to ask: nobody answered
+            answer = Answer("cancel")
+        question.answers.append(answer)
+        question.answered.set()

@@ -8,21 +8,25 @@
   touch; a finished one shows its output (or the client terminal it ran in) and, for a write
   or an edit, its diff. An approval's tool call carries that diff too. Diffs are built from
   the tool's arguments (redacted: they are model output), never from reading the file.
+- The plan `update_plan` sets (tools/plan.py) is a `plan` update, each step an entry of
+  priority `medium` (the plan ranks none) with its status, which ACP names as we do.
 - Stored history replays as user/agent message chunks, thoughts for reasoning summaries and
   compactions, and one tool call per activity, shown as it was live (from its stored
-  records: name, state, arguments and output).
+  records: name, state, arguments and output); an `update_plan` call's plan follows it.
 - A failed prompt is a JSON-RPC error that names the failure's class and what to do.
 """
 
+import base64
+import binascii
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from acp import (
     RequestError,
+    plan_entry,
     start_tool_call,
     text_block,
     tool_content,
@@ -30,11 +34,13 @@ from acp import (
     tool_terminal_ref,
     update_agent_message_text,
     update_agent_thought_text,
+    update_plan,
     update_tool_call,
     update_user_message_text,
 )
 from acp.schema import (
     AgentMessageChunk,
+    AgentPlanUpdate,
     AgentThoughtChunk,
     ContentToolCallContent,
     EmbeddedResourceContentBlock,
@@ -57,9 +63,14 @@ from acp.schema import (
 from magi_code import limits, untrusted_json
 from magi_code.acp.watched import Call
 from magi_code.providers.base import ImagePart
+from magi_code.records import record
 from magi_code.redact import redact
 from magi_code.runner.events import Activity, Diagnostic
 from magi_code.tools.approvals import Asked
+from magi_code.tools.images import ImageRefused, image_part
+from magi_code.tools.limits import PROMPT_IMAGES
+from magi_code.tools.plan import PlanUpdate, stored_plan
+from magi_code.tools.progress import ToolProgress
 
 TOOL_KINDS: dict[str, ToolKind] = {
     "read_file": "read",
@@ -71,6 +82,7 @@ TOOL_KINDS: dict[str, ToolKind] = {
     "shell": "execute",
     "skill": "read",
     "web_fetch": "fetch",
+    "update_plan": "think",
 }
 INTERNAL_ERROR = -32603  # JSON-RPC's code for a request the agent could not carry out
 ALLOW_ONCE, ALLOW_ALWAYS, REJECT = "allow_once", "allow_always", "reject_once"
@@ -117,12 +129,6 @@ def prompt_images(blocks: list[Any]) -> tuple[ImagePart, ...]:
     """The prompt's images, as the model is sent them (CPU work: run it in a worker thread);
     raises UnsupportedContent for one that is not valid base64 or no image a model is sent,
     and for more than PROMPT_IMAGES."""
-    import base64
-    import binascii
-
-    from magi_code.tools.images import ImageRefused, image_part
-    from magi_code.tools.limits import PROMPT_IMAGES
-
     given = [block for block in blocks if isinstance(block, ImageContentBlock)]
     if len(given) > PROMPT_IMAGES:
         raise UnsupportedContent
@@ -179,10 +185,20 @@ def terminal_update(tool_call_id: str, terminal_id: str) -> ToolCallProgress:
     return update_tool_call(tool_call_id, content=[tool_terminal_ref(terminal_id)])
 
 
+def progress_update(event: ToolProgress) -> ToolCallProgress:
+    """A running call's progress (`3/10 message`), shown as its content while it runs."""
+    return update_tool_call(event.activity_id, content=[tool_content(text_block(event.text()))])
+
+
 def diagnostic_update(event: Diagnostic) -> AgentMessageChunk:
     """A diagnostic as the person reads it in the editor (a provider failure with what the
     provider said and what to do: its `detail`)."""
     return update_agent_message_text(f"\n[{event.code}] {event.detail or event.summary}\n")
+
+
+def plan_update(update: PlanUpdate) -> AgentPlanUpdate:
+    """The whole plan, which replaces the client's last."""
+    return update_plan(plan_entry(step.step, status=step.status) for step in update.plan)
 
 
 def run_failure(code: str, diagnostic: Diagnostic | None) -> RequestError:
@@ -226,7 +242,7 @@ def permission_call(tool_call_id: str, summary: str, asked: Asked | None) -> Too
     )
 
 
-@dataclass
+@record(frozen=False)
 class StoredCall:
     kind: str  # "tool": the model's; "activity": a hook run, a Code Mode call
     state: str
@@ -262,24 +278,32 @@ def replay(entry: dict[str, Any], started: set[str], call: StoredCall | None) ->
     )
 
 
+def replayed_plan(call: StoredCall | None) -> AgentPlanUpdate | None:
+    """The plan a stored `update_plan` call set, replayed after its tool call."""
+    if call is None or call.kind != "tool" or call.call.tool != "update_plan":
+        return None
+    stored = stored_plan(call.call.arguments) if call.state == "completed" else None
+    return plan_update(stored) if stored is not None else None
+
+
 def stored_calls(records: Iterable[dict[str, Any]], cwd: str) -> list[StoredCall]:
     """The tool and activity records' calls, one per activity in stored order (its last state
     wins), as the history projection keys them; places come from a `path` argument."""
     calls: dict[tuple[str, str], StoredCall] = {}
-    for record in records:
-        kind = record.get("type")
+    for stored in records:
+        kind = stored.get("type")
         if kind not in ("tool", "activity"):
             continue
-        key = (str(record.get("run_id")), str(record.get("activity_id")))
-        arguments = record.get("arguments")
+        key = (str(stored.get("run_id")), str(stored.get("activity_id")))
+        arguments = stored.get("arguments")
         held = calls.get(key)
         if held is None:
-            held = calls[key] = StoredCall(str(kind), "started", Call(str(record["name"]), "{}"))
-        held.state = str(record.get("state"))
+            held = calls[key] = StoredCall(str(kind), "started", Call(str(stored["name"]), "{}"))
+        held.state = str(stored.get("state"))
         if isinstance(arguments, str):
             held.call.arguments = arguments
             held.call.paths = argument_paths(arguments, cwd)
-        result = record.get("result")
+        result = stored.get("result")
         if result is not None:
             held.call.output = result if isinstance(result, str) else json.dumps(result)
     return list(calls.values())

@@ -8,14 +8,14 @@ same object through access and run), so a `code` program's own calls never overw
 `code` call's notes.
 """
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from magi_code.records import field, record
 from magi_code.tools.base import Access, Tool, ToolContext, ToolOutcome
 
 
-@dataclass
+@record(frozen=False)
 class Call:
     tool: str
     arguments: str  # the model's JSON text
@@ -24,7 +24,7 @@ class Call:
     terminal: str | None = None  # the client terminal it ran in
 
 
-@dataclass
+@record(frozen=False)
 class Calls:
     """The prompt's calls, by their parsed arguments; `last` is the one parsed last."""
 

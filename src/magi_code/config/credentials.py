@@ -12,6 +12,7 @@ import json
 import os
 
 from magi_code.config import ConfigError
+from magi_code.records import field, record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,35 +28,14 @@ class CredentialsError(ConfigError):
     code: ConfigCode = "credentials_failed"
 
 
+@record
 class OAuthTokens:
-    """Sign-in tokens. A plain class, not a dataclass: readiness reads the store on the path
-    to `initialize`, which must stay lean. Its repr shows no token."""
+    """Sign-in tokens. Its repr shows no token and no account."""
 
-    __slots__ = ("access_token", "account_id", "expires_at", "refresh_token")
-
-    def __init__(
-        self,
-        access_token: str,
-        refresh_token: str,
-        expires_at: float,  # seconds since the epoch
-        account_id: str | None = None,
-    ) -> None:
-        self.access_token = access_token
-        self.refresh_token = refresh_token
-        self.expires_at = expires_at
-        self.account_id = account_id
-
-    def _fields(self) -> tuple[str, str, float, str | None]:
-        return (self.access_token, self.refresh_token, self.expires_at, self.account_id)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, OAuthTokens) and self._fields() == other._fields()
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
-
-    def __repr__(self) -> str:
-        return f"OAuthTokens(expires_at={self.expires_at!r})"
+    access_token: str = field(repr=False)
+    refresh_token: str = field(repr=False)
+    expires_at: float  # seconds since the epoch
+    account_id: str | None = field(default=None, repr=False)
 
 
 class CredentialStore:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from magi_code.records import record
 
+
+@record
 class Paths:
-    __slots__ = ("home",)
-
-    def __init__(self, home: str) -> None:
-        self.home = home  # MC_HOME, canonical once created
+    home: str  # MC_HOME, canonical once created
 
     @property
     def settings(self) -> str:

@@ -20,6 +20,8 @@ Rules:
 
 from __future__ import annotations
 
+from magi_code.records import record
+
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -38,22 +40,18 @@ STRINGS = "a list of strings"
 COMMAND = "a string or a list of strings"
 
 
+@record
 class Each:
     """A table of named entries, each of `shape`."""
 
-    __slots__ = ("shape",)
-
-    def __init__(self, shape: Shape) -> None:
-        self.shape = shape
+    shape: Shape
 
 
+@record
 class ListOf:
     """A list of tables, each of `shape`."""
 
-    __slots__ = ("shape",)
-
-    def __init__(self, shape: dict[str, Shape]) -> None:
-        self.shape = shape
+    shape: dict[str, Shape]
 
 
 RULE: dict[str, Shape] = {
@@ -91,6 +89,7 @@ MCP_SERVER: dict[str, Shape] = {
     "headers": Each(STRING),
     "bearer_token_env": STRING,
 }
+A2A_AGENT: dict[str, Shape] = {"url": STRING, "token": STRING}  # token: "env:VARIABLE"
 HOOK: dict[str, Shape] = {"command": COMMAND, "matcher": STRING, "timeout_ms": WHOLE, "cwd": STRING}
 SETTINGS: dict[str, Shape] = {
     "provider": NAME,
@@ -115,6 +114,15 @@ SETTINGS: dict[str, Shape] = {
     "ui": {"notify": SWITCH},  # Mission Control's bell and terminal notifications
     "web": {"search": SWITCH, "allow_private": SWITCH},
     "network": {"proxy": STRING, "ca_bundle": STRING, "client_cert": STRING, "client_key": STRING},
+    # `magi-code a2a serve` (a2a/serving.py): its callers' tokens, its TLS pair, its bound;
+    # and the remote agents this session may delegate to (a2a/agents.py)
+    "a2a": {
+        "tokens": STRINGS,
+        "tls_cert": STRING,
+        "tls_key": STRING,
+        "tasks_per_token": POSITIVE,
+        "agents": Each(A2A_AGENT),
+    },
 }
 
 

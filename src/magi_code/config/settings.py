@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from magi_code import cache
 from magi_code.config import ConfigError, schema
 from magi_code.limits import SETTINGS_DEPTH, SETTINGS_SETTLED_NS, SETTINGS_SHOWN_CHARS
+from magi_code.records import field, record
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:
@@ -87,23 +88,17 @@ def _unusable(message: str, reason: str) -> SettingsError:
     return error
 
 
+@record
 class Loaded:
     """Merged settings, the layers beneath the project file, the project layer as trust
     admitted it, what trust decided, and the keys of either file that are no setting."""
 
-    __slots__ = ("base", "dropped", "project", "settings", "trusted", "unknown")
-
-    def __init__(
-        self,
-        settings: dict[str, Any],
-        base: dict[str, Any],
-        project: dict[str, Any],
-        trusted: bool,
-        dropped: list[Dropped],
-        unknown: list[Dropped] | None = None,
-    ) -> None:
-        self.settings, self.base, self.project = settings, base, project
-        self.trusted, self.dropped, self.unknown = trusted, dropped, unknown or []
+    settings: dict[str, Any]
+    base: dict[str, Any]
+    project: dict[str, Any]
+    trusted: bool
+    dropped: list[Dropped]
+    unknown: list[Dropped] = field(default_factory=list)
 
     def warnings(self) -> list[Dropped]:
         """What a face warns of: each key that is no setting (its warning names the closest

@@ -23,13 +23,12 @@ import re
 import tempfile
 import tomllib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from magi_code.config import ConfigError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from magi_code.config import ConfigCode
+    from magi_code.config import ConfigCode  # defined for type checkers only (config/__init__)
 
 _ANY_HEADER = re.compile(r"^[ \t]*\[")
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")

@@ -25,6 +25,9 @@ What `<cwd>/.magi-code/settings.toml` may set (README, "Security model", shows t
 | network (proxy, ca_bundle, client_cert, client_key)         | no        | no      |
 | mcp.approved, permissions.trusted_projects,                 | no        | no      |
 | sessions.retention_days                                     |           |         |
+| a2a.tokens / tls_cert / tls_key / tasks_per_token           | no        | no      |
+| a2a.agents.<new>.url (a remote agent, a2a/agents.py)        | no        | yes     |
+| a2a.agents.*.token, a2a.agents.<global>.url                 | no        | no      |
 | mcp.servers.*.headers / bearer_token_env (credentials)      | no        | no      |
 | providers.*.api_key_env / api_key / headers / token /       | no        | no      |
 | token_url / client_id (credential sources)                  |           |         |
@@ -62,6 +65,7 @@ import os
 from collections.abc import Mapping
 
 from magi_code.config import schema
+from magi_code.records import record
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:
@@ -101,6 +105,11 @@ MCP = {"approved": NEVER, "servers": TRUSTED}
 # can neither put a secret in a header nor point one at the user's environment.
 MCP_SERVER_CREDENTIAL_KEYS = frozenset({"headers", "bearer_token_env"})
 SESSIONS = {"retention_days": NEVER}
+# `magi-code a2a serve`'s callers' tokens, certificate pair and bound: the user's alone
+A2A_SERVE = {"tokens": NEVER, "tls_cert": NEVER, "tls_key": NEVER, "tasks_per_token": NEVER}
+# The remote agents (a2a/agents.py): a trusted project may name one, never give it a token, nor
+# move an agent the global settings define (its token would follow the url).
+A2A = {**A2A_SERVE, "agents": TRUSTED}
 CREDENTIAL_KEYS = frozenset(
     {"api_key_env", "api_key", "headers", "token", "token_url", "client_id"}
 )
@@ -114,24 +123,19 @@ UNKNOWN = "not a setting"  # the reason of a key config/schema.py does not know 
 PROJECT_LOCATIONS = ("settings.toml", "agents", "skills", "hooks", "mcp.json")
 
 
+@record
 class Dropped:
     """One key a project file set and may not: its dotted name, the file's path, whether
     trusting the folder would let it through, and a reason other than trust (`INVALID`, or
     what is wrong with a file dropped whole: then `key` is empty). Or a key of any settings
-    file that is no setting at all (`UNKNOWN`), with the closest known key (`guess`)."""
+    file that is no setting at all (`UNKNOWN`), with the closest known key (`guess`). Two
+    are equal when their key and file are (so it is unhashable)."""
 
-    __slots__ = ("file", "guess", "key", "needs_trust", "reason")
-
-    def __init__(
-        self,
-        key: str,
-        file: str,
-        needs_trust: bool = True,
-        reason: str | None = None,
-        guess: str | None = None,
-    ) -> None:
-        self.key, self.file, self.needs_trust, self.reason = key, file, needs_trust, reason
-        self.guess = guess
+    key: str
+    file: str
+    needs_trust: bool = True
+    reason: str | None = None
+    guess: str | None = None
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Dropped) and (self.key, self.file) == (other.key, other.file)
@@ -208,10 +212,14 @@ def admit_project(
             _melchior(value, base.get("melchior"), kept, (dropped, invalid))
         elif key == "sandbox" and isinstance(value, Mapping):
             _sandbox(value, base.get("sandbox"), kept, (dropped, invalid))
-        elif key in ("mcp", "sessions") and isinstance(value, Mapping):
-            _table(key, value, MCP if key == "mcp" else SESSIONS, trusted, kept, dropped)
+        elif key in ("mcp", "sessions", "a2a") and isinstance(value, Mapping):
+            rules = {"mcp": MCP, "sessions": SESSIONS, "a2a": A2A}[key]
+            _table(key, value, rules, trusted, kept, dropped)
             if key == "mcp" and isinstance(kept.get("mcp", {}).get("servers"), Mapping):
                 kept["mcp"]["servers"] = _mcp_servers(kept["mcp"]["servers"], dropped)
+            if key == "a2a" and isinstance(kept.get("a2a", {}).get("agents"), Mapping):
+                known = _a2a_agents(base)
+                kept["a2a"]["agents"] = _remote_agents(kept["a2a"]["agents"], known, dropped)
         elif _table_expected(key, trusted):
             _invalid((dropped, invalid), key)
         elif _allowed(TOP_LEVEL.get(key, TRUSTED), trusted):
@@ -292,6 +300,28 @@ def _mcp_servers(servers: Mapping[str, Any], dropped: list[str]) -> dict[str, An
             for key in sorted(MCP_SERVER_CREDENTIAL_KEYS & set(conf)):
                 dropped.append(f"mcp.servers.{name}.{key}")
             conf = {k: v for k, v in conf.items() if k not in MCP_SERVER_CREDENTIAL_KEYS}
+        out[name] = conf
+    return out
+
+
+def _a2a_agents(base: Mapping[str, Any]) -> set[str]:
+    """The names of the remote agents the global settings define."""
+    table = base.get("a2a")
+    agents = table.get("agents") if isinstance(table, Mapping) else None
+    return set(agents) if isinstance(agents, Mapping) else set()
+
+
+def _remote_agents(
+    agents: Mapping[str, Any], known: set[str], dropped: list[str]
+) -> dict[str, Any]:
+    """A trusted project's remote agents without a token, nor a url for a global one."""
+    out: dict[str, Any] = {}
+    for name, conf in agents.items():
+        if isinstance(conf, Mapping):
+            fixed = {"token", "url"} if name in known else {"token"}
+            for key in sorted(fixed & set(conf)):
+                dropped.append(f"a2a.agents.{name}.{key}")
+            conf = {k: v for k, v in conf.items() if k not in fixed}
         out[name] = conf
     return out
 

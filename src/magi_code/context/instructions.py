@@ -24,17 +24,16 @@ import os
 
 from magi_code.context.confined import Refused, check, open_confined
 from magi_code.limits import INSTRUCTION_FILE_BYTES, INSTRUCTIONS_TOTAL_BYTES
+from magi_code.records import record
 
 
+@record
 class Source:
     """One piece of what the model is told: where it came from and its (bounded) text."""
 
-    __slots__ = ("kind", "origin", "text")
-
-    def __init__(self, kind: str, origin: str, text: str) -> None:
-        self.kind = kind  # profile, global, workspace, setting, skills
-        self.origin = origin  # a file path, or "built-in"
-        self.text = text
+    kind: str  # profile, global, workspace, setting, skills
+    origin: str  # a file path, or "built-in"
+    text: str
 
     def __repr__(self) -> str:
         return f"Source({self.kind!r}, {self.origin!r}, {len(self.text)} chars)"

@@ -31,6 +31,7 @@ import os
 from magi_code.context import ContextError, frontmatter
 from magi_code.context.confined import Refused, open_confined
 from magi_code.limits import INSTRUCTION_FILE_BYTES, PROFILE_NAME_CHARS, PROFILES_SCANNED
+from magi_code.records import KW_ONLY, record
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:
@@ -72,47 +73,23 @@ class ProfileError(ContextError):
     code: ContextCode = "profile_invalid"
 
 
+@record
 class Profile:
-    __slots__ = (
-        "body",
-        "code_mode",
-        "description",
-        "disabled",
-        "mode",
-        "model",
-        "name",
-        "offset",
-        "origin",
-        "permissions",
-        "provider",
-        "root",
-        "thinking",
-        "tools",
-    )
-
-    def __init__(
-        self,
-        name: str,
-        origin: str,  # the file, or "built-in"
-        *,
-        description: str = "",
-        mode: str = "all",
-        model: str | None = None,
-        provider: str | None = None,
-        thinking: str | None = None,
-        tools: tuple[str, ...] | None = None,
-        permissions: tuple[dict[str, str], ...] = (),
-        disabled: bool = False,
-        code_mode: bool | None = None,  # None: the setting decides
-        body: str | None = None,  # built-ins carry it; files are read on demand
-        offset: int = 0,  # where a file's body starts
-        root: str | None = None,  # the folder a file must stay inside (None: any folder)
-    ) -> None:
-        self.name, self.origin, self.description, self.mode = name, origin, description, mode
-        self.model, self.provider, self.thinking = model, provider, thinking
-        self.tools, self.permissions, self.disabled = tools, permissions, disabled
-        self.body, self.offset, self.root = body, offset, root
-        self.code_mode = code_mode
+    name: str
+    origin: str  # the file, or "built-in"
+    _: KW_ONLY
+    description: str = ""
+    mode: str = "all"
+    model: str | None = None
+    provider: str | None = None
+    thinking: str | None = None
+    tools: tuple[str, ...] | None = None
+    permissions: tuple[dict[str, str], ...] = ()
+    disabled: bool = False
+    code_mode: bool | None = None  # None: the setting decides
+    body: str | None = None  # built-ins carry it; files are read on demand
+    offset: int = 0  # where a file's body starts
+    root: str | None = None  # the folder a file must stay inside (None: any folder)
 
 
 BUILTINS = {

@@ -39,6 +39,7 @@ from magi_code.limits import (
     SKILLS_LISTED,
     SKILLS_SCANNED,
 )
+from magi_code.records import record
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:
@@ -48,20 +49,13 @@ SKILL_FILE = "SKILL.md"
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-")
 
 
+@record
 class Skill:
-    __slots__ = ("allowed_tools", "description", "directory", "name", "scope")
-
-    def __init__(
-        self,
-        name: str,
-        description: str,
-        allowed_tools: tuple[str, ...],
-        directory: str,
-        scope: str,
-    ) -> None:
-        self.name, self.description, self.allowed_tools = name, description, allowed_tools
-        self.directory = directory  # canonical
-        self.scope = scope  # global or project
+    name: str
+    description: str
+    allowed_tools: tuple[str, ...]
+    directory: str  # canonical
+    scope: str  # global or project
 
     @property
     def file(self) -> str:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections import namedtuple
 
 from magi_code.limits import ID_BYTES, JSON_DEPTH, PROTOCOL, PROTOCOL_VERSION
+from magi_code.records import record
 
 _NAME = re.compile(rb"[A-Za-z0-9._-]{1,%d}" % ID_BYTES)
 # A JSON string, or an unterminated one up to the end of the frame (a lone trailing backslash
@@ -31,20 +31,21 @@ FIELDS = frozenset({"protocol", "version", "id", "method", "params"})
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:
-    from typing import Any, NamedTuple
+    from typing import Any
 
-    class Request(NamedTuple):
-        id: str
-        method: str
-        params: dict[str, Any]
 
-    class Rejection(NamedTuple):
-        code: str
-        id: str | None
-        retained: bool = False
-else:
-    Request = namedtuple("Request", "id method params")
-    Rejection = namedtuple("Rejection", "code id retained", defaults=(False,))
+@record
+class Request:
+    id: str
+    method: str
+    params: dict[str, Any]
+
+
+@record
+class Rejection:
+    code: str
+    id: str | None
+    retained: bool = False
 
 
 class DuplicateKeys(dict[str, object]):

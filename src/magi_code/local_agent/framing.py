@@ -11,39 +11,23 @@ No I/O, no clock: the server feeds it whatever os.read returned.
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 from magi_code.limits import FRAME_BYTES
-
-TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
-if TYPE_CHECKING:
-    from typing import NamedTuple
-
-    class Frame(NamedTuple):
-        data: bytes  # without the LF
-else:
-    Frame = namedtuple("Frame", "data")
+from magi_code.records import record
 
 
-class _Marker:
-    __slots__ = ()
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self)
-
-    def __hash__(self) -> int:
-        return hash(type(self))
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
+@record
+class Frame:
+    data: bytes  # without the LF
 
 
-class FrameTooLarge(_Marker):
-    __slots__ = ()
+@record
+class FrameTooLarge:
+    """A frame went past the limit: reported once, then the decoder refuses everything."""
 
 
-class IncompleteFrame(_Marker):
-    __slots__ = ()
+@record
+class IncompleteFrame:
+    """The input ended inside a frame (no LF after its last bytes)."""
 
 
 FrameEvent = Frame | FrameTooLarge | IncompleteFrame

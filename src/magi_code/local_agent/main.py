@@ -7,6 +7,7 @@ The process ends with os._exit: after the cleanup wait, slow teardown is left to
 """
 
 import os
+import sys
 import threading
 
 from magi_code.limits import CLEANUP_WAIT_MS
@@ -23,13 +24,17 @@ def run() -> int:
     os.close(devnull)
 
     from magi_code.local_agent.server import Server
-    from magi_code.local_agent.wiring import install
+    from magi_code.local_agent.wiring import RUNTIME_METHODS, attach
 
-    server = Server(in_fd, out_fd, os.getcwd(), dict(os.environ))
-    install(server)
+    server = Server(in_fd, out_fd, os.getcwd(), dict(os.environ), attach, RUNTIME_METHODS)
     try:
         code = server.serve()
     except Exception:  # noqa: BLE001 - a bug in the loop must end the child, never leave it idle
+        from magi_code.debug import absorbed
+
+        absorbed("the protocol loop")
         code = 1
     server.cleanup(CLEANUP_WAIT_MS / 1000)
+    if (checkpoints := sys.modules.get("magi_code.checkpoints.store")) is not None:
+        checkpoints.settle_all(CLEANUP_WAIT_MS / 1000)  # a turn's `after` checkpoint, bounded
     os._exit(code)

@@ -1,9 +1,8 @@
 """Sessions, history and turns for an admitted child: the methods beyond the lifecycle.
 
-Threads: the protocol loop calls the handlers; session and history work runs on one worker
-thread at a time (overlap is `busy`); a run lives in the runtime's anyio event loop (a
-blocking portal thread). Run events reach the protocol loop through `EventChannel`.
-State changes happen on the protocol loop only; workers post their results back to it.
+The protocol loop calls the handlers (the threads are drawn in local_agent/__init__.py);
+session and history work runs on one worker at a time (overlap is `busy`); a run lives in
+the event loop. State changes happen on the protocol loop only.
 
 Warming: once the initialize result is written, the server creates the runtime and `warm`
 imports, on a thread of its own, what the first session and turn load (the session store,
@@ -27,10 +26,11 @@ from magi_code.local_agent.envelope import Request, valid_name
 from magi_code.local_agent.errors import RequestRejected
 from magi_code.local_agent.output import OutputFailed, OversizeFrame, UnencodableFrame
 from magi_code.local_agent.params import exact
+from magi_code.local_agent.sides import Host, Runtime
 
 TYPE_CHECKING = False  # `typing` and `dataclasses` cost milliseconds where the runtime is made
 if TYPE_CHECKING:
-    from typing import Any, Protocol
+    from typing import Any
 
     from anyio.from_thread import BlockingPortal
 
@@ -40,23 +40,6 @@ if TYPE_CHECKING:
     from magi_code.runner.turn import TurnControl
     from magi_code.sessions import Attachment, SessionStore
     from magi_code.tools.approvals import ApprovalBroker
-
-
-if TYPE_CHECKING:
-
-    class Host(Protocol):
-        """What the runtime may ask of the protocol loop (local_agent/server.py's Server).
-        `wake` and `post` are thread-safe; the rest run on the protocol loop only."""
-
-        def reply(self, request_id: str | None, result: dict[str, Any]) -> None: ...
-        def fail(self, request_id: str | None, code: str) -> None: ...
-        def event(self, name: str, data: dict[str, Any]) -> None: ...
-        def takes_events(self) -> bool: ...  # the output queue has room for run events
-        def wake(self) -> None: ...
-        def post(self, callback: Callable[[], None]) -> None: ...
-        def start_worker(
-            self, work: Callable[[], Any], done: Callable[[Any, BaseException | None], None]
-        ) -> None: ...
 
 
 class ActiveRun:
@@ -85,7 +68,7 @@ TURN_MODULES = (
 )
 
 
-class LocalRuntime:
+class LocalRuntime(Runtime):
     def __init__(self, server: Host, admitted: Admitted) -> None:
         self.server, self.admitted = server, admitted
         self.provider: str | None = admitted.provider
@@ -104,7 +87,10 @@ class LocalRuntime:
         self._portal_lock = threading.Lock()
         self._closing = False
 
-    # ---- the server's Runtime protocol -------------------------------------------------------
+    # ---- the Runtime side of the line (sides.py) ----------------------------------------------
+
+    def handle(self, request: Request) -> None:
+        METHODS[request.method](self, request)
 
     def pump(self) -> None:
         while self.server.takes_events() and (item := self.channel.take()) is not None:

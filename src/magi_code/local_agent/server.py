@@ -1,10 +1,12 @@
 """The protocol loop of `magi-code serve --stdio`: one thread, one selector, one writer.
 
 It reads 4096-byte batches from the private input fd, frames and validates them, answers
-from its own state or hands work to one worker thread, and writes every output frame
-through one ordered nonblocking queue. Workers never touch the fds: they post completions
-back through a wake-up pipe. The loop keeps reading while workers run and while output
-stalls; it stops reading on EOF, shutdown or a closing error, then drains under a deadline.
+from its own state or hands work to one worker thread or to the runtime it attached
+(sides.py), and writes every output frame through one ordered nonblocking queue. Other
+threads never touch the fds: they post completions back through a wake-up pipe (the
+threads are drawn in local_agent/__init__.py). The loop keeps reading while workers run and
+while output stalls; it stops reading on EOF, shutdown or a closing error, then drains under
+a deadline.
 
 Exit codes: 0 when the child stopped in order and every frame was delivered; 1 when output
 failed (overflow, a frame past its deadline, a broken pipe) or draining missed its
@@ -33,39 +35,37 @@ from magi_code.local_agent.output import (
     UnencodableFrame,
 )
 from magi_code.local_agent.params import exact
+from magi_code.local_agent.sides import Host, Runtime
 
 Handler = Callable[["Server", Request], None]
 
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:
-    from typing import Any, Protocol
-
-    class Runtime(Protocol):
-        """What an admitted child attaches: sessions and turns (local_agent/runtime.py, which
-        sees this server only through its `Host` protocol)."""
-
-        def status(self) -> dict[str, str | None]: ...  # provider, model, session_id, run_id
-        def pump(self) -> None: ...  # move worker events into the output queue while it has room
-        def cancel_all(self) -> None: ...
-        def idle(self) -> bool: ...  # no run still owes its terminal event
-        def close(self, timeout: float) -> None: ...
+    from typing import Any
 
 
-class Server:
+class Server(Host):
     def __init__(
         self,
         in_fd: int,
         out_fd: int,
         cwd: str,
         env: Mapping[str, str],
+        attach: Callable[[Host, Any], Runtime] | None = None,
+        runtime_methods: tuple[str, ...] = (),
     ) -> None:
+        """`attach` makes the runtime once the initialize result is out, and serves
+        `runtime_methods` (local_agent/wiring.py); without it the child serves the lifecycle
+        only."""
         self.in_fd, self.out_fd, self.cwd, self.env = in_fd, out_fd, cwd, env
         self.methods: dict[str, Handler] = {
             "initialize": Server.on_initialize,
             "status": Server.on_status,
             "shutdown": Server.on_shutdown,
         }
+        self.methods |= dict.fromkeys(runtime_methods, Server.through_runtime)
+        self._attach = attach
         self.encoder = FrameEncoder()
         self.queue = OutputQueue()
         self.decoder = FrameDecoder()
@@ -80,7 +80,6 @@ class Server:
         self.init_cancel = threading.Event()  # set when shutdown or EOF cancels startup
         self.mcp_managers: list[Any] = []  # every MCP manager startup produced, even late
         self.runtime: Runtime | None = None
-        self.on_ready: Callable[[], None] | None = None  # once the initialize result is out
         self._posted: deque[Callable[[], None]] = deque()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -173,8 +172,9 @@ class Server:
         if error is None:
             self.init_state, self.admitted = "ready", admitted
             self.reply(self.init_request, self.initialize_result())
-            if self.on_ready is not None:
-                self.on_ready()
+            if self._attach is not None:
+                self.runtime = self._attach(self, admitted)
+                self.runtime.warm()
         else:
             code = error.code if isinstance(error, StartupError) else "startup_failed"
             self.init_state, self.startup_error = "failed", code
@@ -234,6 +234,10 @@ class Server:
     def on_status(self, request: Request) -> None:
         exact(request.params, {})
         self.reply(request.id, self.status())
+
+    def through_runtime(self, request: Request) -> None:
+        assert self.runtime is not None  # served only once initialized, which attached it
+        self.runtime.handle(request)
 
     def on_shutdown(self, request: Request) -> None:
         exact(request.params, {})
@@ -330,8 +334,14 @@ class Server:
                 now = time.monotonic()
                 self.queue.check(now)
                 if self.closing_deadline is not None and now >= self.closing_deadline:
+                    from magi_code.debug import note
+
+                    note("the closing deadline passed before output drained")
                     return 1
-        except OutputFailed:
+        except OutputFailed as failed:
+            from magi_code.debug import note
+
+            note(f"output failed: {failed}")  # with MC_DEBUG_STDERR=1: why the child exits 1
             self.stop()
             return 1
 

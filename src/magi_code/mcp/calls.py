@@ -1,5 +1,6 @@
-"""How our MCP tools await a request made on the manager's loop, and what the model is told
-when one gives no result: words of our own (`FAILURES`), never the server's."""
+"""How our MCP tools await a request made on the manager's loop (and a plain thread waits for
+one), and what the model is told when one gives no result: words of our own (`FAILURES`),
+never the server's."""
 
 import concurrent.futures
 from typing import TypeVar
@@ -22,7 +23,7 @@ FAILURES: dict[McpCallFailure, str] = {
     "again",
     "stopped": "the MCP server stopped during the call; the next call starts it again",
     "failed": "the MCP server stopped and could not be started again; it stays unavailable "
-    "until magi-code restarts",
+    "until the person reconnects it (/mcp reconnect) or restarts magi-code",
 }
 
 
@@ -35,6 +36,20 @@ async def awaited(future: "concurrent.futures.Future[ResultT]") -> "ResultT | Mc
         return "no_result"  # the manager closed under the call
     finally:
         future.cancel()  # a no-op once done; otherwise cancels the call on its loop
+
+
+def waited(
+    future: "concurrent.futures.Future[ResultT]", seconds: float
+) -> "ResultT | McpCallFailure | None":
+    """The result of a task on the manager's loop, waited for by a plain thread at most
+    `seconds`; None when that passed (the task is then cancelled)."""
+    try:
+        return future.result(timeout=seconds)
+    except concurrent.futures.TimeoutError:
+        future.cancel()
+        return None
+    except concurrent.futures.CancelledError:
+        return "no_result"  # the manager closed under it
 
 
 def failed(label: str, failure: McpCallFailure) -> ToolOutcome:

@@ -17,6 +17,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+import anyio
+
 from magi_code.arguments import Parser, UsageError, refused
 from magi_code.config import paths, settings, settings_file
 from magi_code.config.credentials import CredentialsError, CredentialStore
@@ -27,7 +29,7 @@ from magi_code.mcp.definitions import (
     parse_server,
     server_tables,
 )
-from magi_code.mcp.errors import DefinitionError
+from magi_code.mcp.errors import DefinitionError, McpLoginRequired, McpStartupError
 
 PROG = "magi-code mcp"
 
@@ -197,8 +199,7 @@ def _yes(value: object) -> str:
 
 def _probe(name: str, raw: Mapping[str, Any]) -> str:
     """Connect the one server (enabled for the probe), count its tools, close it."""
-    from magi_code.mcp.errors import McpLoginRequired, McpStartupError
-    from magi_code.mcp.manager import McpManager
+    from magi_code.mcp.manager import McpManager  # the MCP SDK, for the commands that connect
 
     definition = {**raw, "enabled": True}
     try:
@@ -300,9 +301,7 @@ def approve(name: str) -> int:
 
 
 def login(name: str) -> int:
-    import anyio
-
-    from magi_code.mcp.login import LoginFailed, run_login
+    from magi_code.mcp.login import LoginFailed, run_login  # the MCP SDK's OAuth, for login only
 
     conf = _merged()
     raw = _definition(name, conf)

@@ -26,12 +26,12 @@ import hashlib
 import json
 import os
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 from magi_code.config.own_commands import resolved_program
 from magi_code.mcp.errors import DefinitionError, McpUnavailable
+from magi_code.records import field, record
 
 STDIO_KEYS = frozenset({"command", "args", "env", "cwd"})
 HTTP_KEYS = frozenset({"url", "headers", "bearer_token_env"})
@@ -40,7 +40,7 @@ ENV_PREFIX = "env:"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
-@dataclass(frozen=True)
+@record
 class ServerDef:
     name: str
     command: str | None = None

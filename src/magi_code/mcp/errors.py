@@ -1,5 +1,6 @@
 """The closed sets of MCP failures: startup's, as protocol startup codes, and a tool call's
-(`McpCallFailure`, which the model is told in words of our own). No text, no paths."""
+(`McpCallFailure`, which the model is told in words of our own). No text, no paths; but for
+`NotSent`, whose sentence is for the person at a face, never for a wire."""
 
 from typing import Literal
 
@@ -63,3 +64,12 @@ class DefinitionError(MagiError, ValueError):
     """The `[mcp]` settings have a bad shape. Carries no settings text."""
 
     code: Literal["configuration_invalid"] = "configuration_invalid"
+
+
+class NotSent(Exception):
+    """A prompt is not sent: an MCP prompt command or an `@server:uri` mention could not be
+    had. `why` says what is wrong and what to do."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why

@@ -6,6 +6,7 @@ exception text. Sans-I/O: the transports feed it, the manager asks it."""
 import httpx2
 
 from magi_code.mcp.limits import MESSAGE_BYTES, STDERR_TAIL_BYTES, STDERR_TAIL_LINES
+from magi_code.redact import redact
 
 
 class StderrTail:
@@ -20,8 +21,6 @@ class StderrTail:
         del self.kept[:-STDERR_TAIL_BYTES]
 
     def text(self) -> str:
-        from magi_code.redact import redact
-
         lines = self.kept.decode("utf-8", "replace").splitlines()
         kept = [_printable(line).rstrip() for line in lines[-STDERR_TAIL_LINES:]]
         return redact("\n".join(line for line in kept if line))

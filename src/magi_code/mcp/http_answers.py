@@ -25,12 +25,12 @@ import contextvars
 import json
 import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import httpx2
 
 from magi_code.mcp.errors import McpCallFailure
 from magi_code.mcp.limits import MESSAGE_BYTES
+from magi_code.records import record
 
 SESSION_HEADER = "mcp-session-id"
 REFUSED = "magi_code_refused"  # the extension of our stand-in answer: why the exchange failed
@@ -39,7 +39,7 @@ _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 _NULL_ID = re.compile(rb'"id"\s*:\s*null')
 
 
-@dataclass
+@record(frozen=False)
 class CallReport:
     """What went wrong with one tool call's HTTP exchanges; the first failure is kept."""
 

@@ -26,6 +26,8 @@ from magi_code.mcp.errors import McpUnavailable
 from magi_code.mcp.http_answers import REFUSED, BoundedTransport
 from magi_code.mcp.limits import CALL_TIMEOUT_S, HTTP_TIMEOUT_S, MESSAGE_BYTES
 from magi_code.mcp.oauth import startup_auth
+from magi_code.providers.network import NetworkFailure
+from magi_code.providers.pool import outbound
 
 UNSET = "a variable its headers or bearer_token_env name is unset or empty"
 
@@ -85,9 +87,6 @@ def outbound_transport(url: str) -> httpx2.AsyncHTTPTransport:
     proxy the environment or `[network] proxy` names for it, if any, with the certificate
     authorities and client certificate of `[network]`. A setting that cannot be used makes the
     server unavailable."""
-    from magi_code.providers.network import NetworkFailure
-    from magi_code.providers.pool import outbound
-
     try:
         proxy, tls = outbound(url)
     except (NetworkFailure, ValueError):

@@ -54,3 +54,26 @@ STDERR_DRAIN_S = 0.5
 # Restarts of one stdio server that stopped after startup, over the life of its manager: one
 # per call that finds it stopped; a stop after the last one, or a failed restart, fails it.
 RESTARTS = 3
+
+# prompts/list: the prompts of one server offered as commands (every page); the rest are not.
+PROMPTS_PER_SERVER = 128
+
+# Before a prompt is sent: its `@server:uri` mentions read (at most MENTIONS of them), or a
+# prompt command's messages got, each within ATTACH_S; the text they add is cut at
+# ATTACHED_BYTES, saying so.
+MENTIONS = 8
+ATTACH_S = 30.0
+ATTACHED_BYTES = 64 * 1024
+
+# An elicitation form (elicitation.py) is shown only within these bounds, else declined saying
+# why: its fields, and the choices of one field. Its message and each label or description
+# are cut at FORM_TEXT_CHARS for the screen; a text answer is at most ANSWER_CHARS.
+FORM_FIELDS = 32
+FORM_CHOICES = 64
+FORM_TEXT_CHARS = 2048
+ANSWER_CHARS = 4096
+
+# Live progress of one tool call (live.py): at most one report forwarded per this interval
+# (the latest wins); its message cut at PROGRESS_MESSAGE_CHARS.
+PROGRESS_INTERVAL_S = 0.25
+PROGRESS_MESSAGE_CHARS = 200

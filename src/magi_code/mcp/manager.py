@@ -17,20 +17,25 @@ Rules:
   connecting is cancelled. It waits at most `timeout`, then SIGKILLs what is left.
 - `notifications/tools/list_changed` re-lists that server's tools in the background; the next
   `listed()` (the next turn's tools, `tool.mcp_tools`) waits briefly for a re-list in flight.
-  Roots are declared (with list_changed): the one root is the workspace (`cwd`). Elicitation
-  is declared and every request declined: no face asks its person yet. Sampling is refused
-  (the SDK's default; not declared).
+  Roots are declared (with list_changed): the one root is the workspace (`cwd`). Form
+  elicitation is declared where a face can ask its person (`elicits`); a server's question
+  goes to the newest of that server's calls in flight (live.py), and elicitation.py decides
+  its answer. Sampling is refused (the SDK's default; not declared).
 - A server's `instructions` from its initialize answer are kept for the context
   (`instructions()`), cut to INSTRUCTIONS_CHARS with a note saying so.
 - Resources: `resources(server)` lists a server's resources (bounded like its tools),
   `read(server, uri)` reads one; both on the manager's loop, like calls.
+- Prompts: a server that declared the prompts capability has them listed with its tools (at
+  most PROMPTS_PER_SERVER; a failed list leaves none); `submit_get_prompt` gets one.
+- `states()` says what each server is now (states.py); `reconnect(name)` ends a server's
+  owner, if any, and connects it afresh (restarts counted anew), also one left out at startup.
 - The SDK logs server text (error bodies, a token endpoint's answer): its loggers end here,
   never on stderr, which `serve --stdio` keeps free of diagnostics.
 - Tool calls are tasks of the manager's loop too, giving the server's raw result or why there
   is none (errors.McpCallFailure); a caller on another loop awaits them through a future it
   cancels on its own cancellation, and makes the model's view of the result
   (`tool.McpTool.run`). The manager knows nothing of tools. A call's progress notifications
-  update the `Progress` its caller handed in (the last one counts).
+  go to the `LiveCall` its caller handed in.
 - An HTTP session is opened again when lost after startup, the way the streamable-HTTP spec
   says: a call whose server answered 404 to our session (http_answers.py notes it) asks the
   owner for a new one (it leaves the old within CLOSE_S, connects, initializes and lists
@@ -52,7 +57,6 @@ import signal
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +71,11 @@ from pydantic import FileUrl
 from magi_code.config.credentials import CredentialStore
 from magi_code.config.own_commands import resolved_program, working_folder
 from magi_code.mcp.definitions import ServerDef, parse_servers, require_approved
+from magi_code.mcp.elicitation import decide
 from magi_code.mcp.errors import McpCallFailure, McpCancelled, McpLoginRequired, McpUnavailable
 from magi_code.mcp.failures import StderrTail, http_reason, stdio_reason
+from magi_code.mcp.http_answers import REPORT, CallReport
+from magi_code.mcp.http_transport import open_http
 from magi_code.mcp.limits import (
     CALL_TIMEOUT_S,
     CANCEL_POLL_S,
@@ -76,14 +83,17 @@ from magi_code.mcp.limits import (
     CONNECT_S,
     INSTRUCTIONS_CHARS,
     LIST_PAGES,
+    PROMPTS_PER_SERVER,
     RELIST_WAIT_S,
     RESOURCES_PER_SERVER,
     RESTARTS,
     STDIN_GRACE_S,
     TOOLS_PER_SERVER,
 )
-from magi_code.mcp.progress import Progress
+from magi_code.mcp.live import LiveCall
+from magi_code.mcp.states import ServerState, state_of
 from magi_code.mcp.transport import open_stdio
+from magi_code.records import field, record
 
 CLIENT_INFO = mcp_types.Implementation(name="magi-code", version="0.1.0")
 # What a server inherits from our environment, besides its own `env` table: never credentials.
@@ -95,12 +105,13 @@ _SDK_LOGGER.addHandler(logging.NullHandler())
 _SDK_LOGGER.propagate = False
 
 
-@dataclass
+@record(frozen=False)
 class Connection:
     server: ServerDef
     pid: int | None = None
     session: ClientSession | None = None  # the session calls use; None while there is none
     tools: list[mcp_types.Tool] = field(default_factory=list)
+    prompts: list[mcp_types.Prompt] = field(default_factory=list)
     instructions: str | None = None  # the server's, from initialize, bounded
     has_resources: bool = False  # the server declared the resources capability
     needs_login: bool = False
@@ -111,6 +122,7 @@ class Connection:
     failure: str | None = None  # why the last attempt at a session failed (failures.py)
     restarts: int = 0  # restarts of a stdio server after startup
     failed: bool = False  # a stdio server that ended for good: its calls fail at once
+    live: list[LiveCall] = field(default_factory=list)  # the calls in flight, oldest first
     # Touched only in the manager's loop:
     scope: anyio.CancelScope | None = None  # the current session's (its deadline to connect)
     stop: anyio.Event | None = None  # set: leave the current session in order
@@ -134,7 +146,10 @@ class McpManager:
         credentials: CredentialStore | None = None,
         home: str | None = None,
         project_servers: Collection[str] = (),
+        elicits: bool = False,
     ):
+        self.elicits = elicits  # a face can put servers' questions to a person: advertise it
+        self.servers = dict(servers)  # every enabled server's definition, to reconnect it
         self.connections = {name: Connection(server) for name, server in servers.items()}
         self.env, self.cwd = env, cwd
         # Where a stdio server starts (config/own_commands.py): a global one in its own
@@ -164,6 +179,7 @@ class McpManager:
         home: str | None = None,  # MC_HOME, for stored OAuth logins and servers' folders
         project_servers: Collection[str] = (),  # the servers a trusted project defined
         skip_failed: bool = False,  # leave a server that fails out (`failed`), keep the rest
+        elicits: bool = False,  # a face answers servers' questions (elicitation.py)
     ) -> "McpManager":
         """Connect every enabled server of `servers` (raw settings tables), or none."""
         enabled = parse_servers(servers)
@@ -179,6 +195,7 @@ class McpManager:
             credentials=None if home is None else CredentialStore(home),
             home=home,
             project_servers=project_servers,
+            elicits=elicits,
         )
         if not enabled:
             return manager
@@ -220,6 +237,61 @@ class McpManager:
             if connection.instructions and connection.ready.is_set()
         ]
 
+    def prompts(self) -> list[tuple[str, mcp_types.Prompt]]:
+        """Each connected server's prompts as last listed (server name, prompt)."""
+        return [
+            (name, prompt)
+            for name, connection in self.connections.items()
+            if connection.ready.is_set()
+            for prompt in connection.prompts
+        ]
+
+    def states(self) -> list[ServerState]:
+        """What each enabled server is now, by name."""
+        connections, failed = self.connections, dict(self.failed)  # `reconnect` changes them
+        found = [state_of(name, connection) for name, connection in connections.items()]
+        found += [ServerState(name, "failed", why) for name, why in failed.items()]
+        return sorted(found, key=lambda state: state.name)
+
+    def reconnect(self, name: str, connect_s: float = CONNECT_S) -> str | None:
+        """End the server's current owner, if any, and connect it afresh within `connect_s`;
+        None once it is connected, else why not (then it is left out, as at startup). For a
+        worker thread: it blocks. KeyError for a server that is not enabled."""
+        server, portal = self.servers[name], self.portal
+        if portal is None:
+            return "magi-code is shutting its MCP servers down"
+        old = self.connections.get(name)
+        if old is not None:
+            self._stop_one(old)
+        connection = Connection(server)
+        self.connections = {**self.connections, name: connection}  # readers keep their copy
+        self.failed.pop(name, None)
+        portal.start_task_soon(self._own, connection, connect_s)
+        deadline = time.monotonic() + connect_s + CLOSE_S
+        while not (connection.ready.is_set() or connection.done.is_set()):
+            if time.monotonic() >= deadline:
+                break
+            connection.done.wait(CANCEL_POLL_S)
+        if connection.ready.is_set() and not connection.done.is_set():
+            return None
+        reason = connection.failure or self._why(connection, None, connect_s)
+        if connection.needs_login:
+            reason = f"it needs a login: run `magi-code mcp login {name}`"
+        self._stop_one(connection)
+        self.connections = {n: c for n, c in self.connections.items() if n != name}
+        self.failed[name] = reason
+        return reason
+
+    def submit_get_prompt(
+        self, server: str, prompt: str, arguments: dict[str, str]
+    ) -> "concurrent.futures.Future[mcp_types.GetPromptResult | McpCallFailure]":
+        """Start getting one prompt of a server, with its arguments."""
+
+        async def get(session: ClientSession) -> Any:
+            return await session.get_prompt(prompt, arguments)
+
+        return self._start(self._on_session, self.connections[server], get)
+
     def pids(self) -> list[int]:
         return [c.pid for c in self.connections.values() if c.pid is not None]
 
@@ -249,17 +321,24 @@ class McpManager:
         server: str,
         tool: str,
         arguments: dict[str, Any],
-        progress: Progress | None = None,
+        live: LiveCall | None = None,
     ) -> "concurrent.futures.Future[mcp_types.CallToolResult | McpCallFailure]":
         """Start one tools/call on the manager's loop; its result, or why there is none.
-        RuntimeError once the manager is closed."""
+        What the server says meanwhile (progress, questions) goes to `live`. RuntimeError once
+        the manager is closed."""
         connection = self.connections[server]
-        update = None if progress is None else progress.update
+        update = None if live is None else live.update
 
         async def call(session: ClientSession) -> mcp_types.CallToolResult:
-            return await session.call_tool(
-                tool, arguments, read_timeout_seconds=CALL_TIMEOUT_S, progress_callback=update
-            )
+            if live is not None:
+                connection.live.append(live)
+            try:
+                return await session.call_tool(
+                    tool, arguments, read_timeout_seconds=CALL_TIMEOUT_S, progress_callback=update
+                )
+            finally:
+                if live is not None:
+                    connection.live.remove(live)
 
         return self._start(self._on_session, connection, call)
 
@@ -373,19 +452,24 @@ class McpManager:
             try:
                 async with (
                     self._transport(connection) as (read, write),
-                    ClientSession(
+                    Session(
                         read,
                         write,
                         client_info=CLIENT_INFO,
                         message_handler=lambda message: self._on_message(connection, message),
                         list_roots_callback=self._roots,
-                        elicitation_callback=_decline,
+                        elicitation_callback=lambda context, params: self._elicit(
+                            connection, params
+                        ),
+                        elicits=self.elicits,
                     ) as session,
                 ):
                     initialized = await session.initialize()
                     connection.instructions = bounded(initialized.instructions)
                     connection.has_resources = initialized.capabilities.resources is not None
                     connection.tools = await list_tools(session)
+                    if initialized.capabilities.prompts is not None:
+                        connection.prompts = await listed_prompts(session)
                     scope.deadline = math.inf
                     connection.session, connection.stop = session, anyio.Event()
                     connection.wanted = anyio.Event()  # a call that asked is served by this one
@@ -438,7 +522,6 @@ class McpManager:
                 connection.pid, connection.process = process.pid, process
                 yield read, write
             return
-        from magi_code.mcp.http_transport import open_http
 
         def login_needed() -> None:
             connection.needs_login = True
@@ -543,8 +626,6 @@ class McpManager:
     async def _on_http_session(
         self, connection: Connection, request: Callable[[ClientSession], Awaitable[Any]]
     ) -> Any:
-        from magi_code.mcp.http_answers import REPORT, CallReport
-
         failure: McpCallFailure = "no_result"
         for _ in range(2):  # once more on a new session when the server lost ours
             session = connection.session
@@ -564,6 +645,17 @@ class McpManager:
                 return failure
             self._renew(connection, session)
         return failure
+
+    async def _elicit(
+        self, connection: Connection, params: mcp_types.ElicitRequestParams
+    ) -> mcp_types.ElicitResult:
+        """A server's question goes to the face of its newest call in flight (elicitation.py
+        decides)."""
+        live = connection.live[-1] if connection.live else None
+        action, values = await decide(connection.server.name, params, live)
+        return mcp_types.ElicitResult(
+            action=action, content=None if values is None else dict(values)
+        )
 
     async def _roots(self, context: ClientRequestContext) -> mcp_types.ListRootsResult:
         """The one root: the workspace."""
@@ -618,6 +710,24 @@ def bounded(instructions: str | None) -> str | None:
     return f"{instructions[:INSTRUCTIONS_CHARS]}\n{note}"
 
 
+async def listed_prompts(session: ClientSession) -> list[mcp_types.Prompt]:
+    """A server's prompts (every page, at most PROMPTS_PER_SERVER); none when it fails to
+    list them, which costs it its prompt commands, not its connection."""
+    prompts: list[mcp_types.Prompt] = []
+    cursor: str | None = None
+    try:
+        for _ in range(LIST_PAGES):
+            params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            page = await session.list_prompts(params=params)
+            prompts += page.prompts
+            cursor = page.next_cursor
+            if len(prompts) >= PROMPTS_PER_SERVER or not cursor:
+                break
+    except _CALL_ERRORS:
+        return []
+    return prompts[:PROMPTS_PER_SERVER]
+
+
 async def list_resources(session: ClientSession) -> list[mcp_types.Resource]:
     resources: list[mcp_types.Resource] = []
     cursor: str | None = None
@@ -631,11 +741,18 @@ async def list_resources(session: ClientSession) -> list[mcp_types.Resource]:
     return resources[:RESOURCES_PER_SERVER]
 
 
-async def _decline(
-    context: ClientRequestContext, params: mcp_types.ElicitRequestParams
-) -> mcp_types.ElicitResult:
-    """Elicitation: no face here asks its person, so every request is declined."""
-    return mcp_types.ElicitResult(action="decline")
+class Session(ClientSession):
+    """The SDK's client session, advertising form elicitation only where a face can answer
+    it (`elicits`): the SDK's own ad offers URL mode too, which no face of ours opens."""
+
+    def __init__(self, *args: Any, elicits: bool, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.elicits = elicits
+
+    def _build_capabilities(self, version: str) -> mcp_types.ClientCapabilities:
+        built = super()._build_capabilities(version)
+        form = mcp_types.ElicitationCapability(form=mcp_types.FormElicitationCapability())
+        return built.model_copy(update={"elicitation": form if self.elicits else None})
 
 
 def _ended(connection: Connection) -> bool:

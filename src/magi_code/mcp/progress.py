@@ -1,10 +1,10 @@
+from magi_code.records import record
+
 """Progress: the last progress a server reported for one of our requests, kept for the
 activity summary (numbers only, never the server's message)."""
 
-from dataclasses import dataclass
 
-
-@dataclass
+@record(frozen=False)
 class Progress:
     progress: float | None = None
     total: float | None = None  # None: the server does not know it

@@ -34,22 +34,25 @@ _CUT_NOTE_BYTES = 128
 
 def view(result: mcp_types.CallToolResult) -> tuple[str, tuple[ImagePart, ...]]:
     """The text and images the model is shown for `result`."""
-    parts: list[str] = []
     images: list[ImagePart] = []
-    for block in result.content:
-        if isinstance(block, mcp_types.TextContent):
-            parts.append(block.text)
-        elif isinstance(block, mcp_types.ImageContent):
-            parts.append(_image(block.data, images))
-        elif isinstance(block, mcp_types.AudioContent):
-            parts.append(f"[audio not shown: {_field(block.mime_type)}, {_size(block.data)}]")
-        elif isinstance(block, mcp_types.EmbeddedResource):
-            parts.append(contents_text(block.resource, images))
-        elif isinstance(block, mcp_types.ResourceLink):
-            parts.append(resource_line("resource link", block))
+    parts = [block_text(block, images) for block in result.content]
     if not parts and result.structured_content is not None:
         parts.append(json.dumps(result.structured_content, ensure_ascii=False))
     return cut("\n".join(parts)), tuple(images)
+
+
+def block_text(block: mcp_types.ContentBlock, images: list[ImagePart]) -> str:
+    """One content block (of a tool result, or of a prompt's message) as text; an image sent
+    is added to `images`."""
+    if isinstance(block, mcp_types.TextContent):
+        return block.text
+    if isinstance(block, mcp_types.ImageContent):
+        return _image(block.data, images)
+    if isinstance(block, mcp_types.AudioContent):
+        return f"[audio not shown: {_field(block.mime_type)}, {_size(block.data)}]"
+    if isinstance(block, mcp_types.EmbeddedResource):
+        return contents_text(block.resource, images)
+    return resource_line("resource link", block)
 
 
 def resource_line(kind: str, resource: mcp_types.ResourceLink | mcp_types.Resource) -> str:
@@ -62,14 +65,14 @@ def resource_line(kind: str, resource: mcp_types.ResourceLink | mcp_types.Resour
     return f"[{kind}: {'; '.join(said)}]"
 
 
-def cut(text: str) -> str:
-    """`text` within OUTPUT_BYTES; when cut, it ends saying how many bytes were left out."""
+def cut(text: str, limit: int = OUTPUT_BYTES, what: str = "result") -> str:
+    """`text` within `limit` bytes; when cut, it ends saying how many bytes were left out."""
     size = len(text.encode("utf-8"))
-    if size <= OUTPUT_BYTES:
+    if size <= limit:
         return text
-    kept = clip_utf8(text, OUTPUT_BYTES - _CUT_NOTE_BYTES)
+    kept = clip_utf8(text, limit - _CUT_NOTE_BYTES)
     shown = len(kept.encode("utf-8"))
-    return f"{kept}\n[result cut: {size - shown:,} of {size:,} bytes not shown]"
+    return f"{kept}\n[{what} cut: {size - shown:,} of {size:,} bytes not shown]"
 
 
 def contents_text(

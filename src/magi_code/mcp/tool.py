@@ -14,6 +14,10 @@ Rules:
   this client runs no tasks, so every call of it would fail.
 - Summaries name the server and tool, never arguments or results; a call the server reported
   progress for ends with its last progress (numbers only, never the server's message).
+- While a call runs, what its server says (live.py) reaches the face: its progress as a
+  `ToolProgress` detail (at most one per PROGRESS_INTERVAL_S, the newest), its questions
+  through the face's `elicit` (elicitation.py decides the answer). Why a question was
+  declined starts the result, in brackets.
 - The call runs on the manager's loop; `run` awaits its raw result from the caller's loop
   through a worker thread, cancels it there when the caller is cancelled, and gives the
   model's view of it (`outcome`, results.py; images made in a worker thread). A call without a
@@ -28,14 +32,15 @@ import mcp_types
 
 from magi_code.mcp.calls import awaited, failed
 from magi_code.mcp.errors import McpCallFailure
-from magi_code.mcp.limits import DESCRIPTION_CHARS
+from magi_code.mcp.limits import DESCRIPTION_CHARS, PROGRESS_INTERVAL_S
+from magi_code.mcp.live import LiveCall, Report
 from magi_code.mcp.names import tool_name
-from magi_code.mcp.progress import Progress
 from magi_code.mcp.resources import resource_tools
 from magi_code.mcp.results import view
-from magi_code.records import record
+from magi_code.records import record, replace
 from magi_code.tools.args import load_any_object
 from magi_code.tools.base import Access, Tool, ToolContext, ToolOutcome
+from magi_code.tools.progress import ToolProgress
 from magi_code.tools.summaries import safe_summary
 
 if TYPE_CHECKING:
@@ -84,15 +89,44 @@ class McpTool:
 
     async def run(self, args: McpArgs, ctx: ToolContext) -> ToolOutcome:
         label = f"{self.server}.{self.tool}"
-        progress = Progress()
+        live = LiveCall(answers=ctx.elicit is not None)
         try:
-            future = self.manager.submit(self.server, self.tool, args.arguments, progress)
+            future = self.manager.submit(self.server, self.tool, args.arguments, live)
         except RuntimeError:
             return outcome(label, "no_result")
-        result = await awaited(future)
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(self.follow, live, ctx)
+                result = await awaited(future)
+                group.cancel_scope.cancel()
+            await self.show(live.latest(), ctx)  # the last report, held back by the interval
+        finally:
+            live.end()
         if isinstance(result, str):
             return outcome(label, result)
-        return await anyio.to_thread.run_sync(outcome, label, result, progress.note())
+        told = await anyio.to_thread.run_sync(outcome, label, result, live.progress.note())
+        return replace(told, output=live.told() + told.output) if live.notes else told
+
+    async def follow(self, live: LiveCall, ctx: ToolContext) -> None:
+        """Until cancelled: put the server's questions to the person (the face's `elicit`)
+        and show its progress (the face's `detail`), at most once per PROGRESS_INTERVAL_S."""
+        while True:
+            await live.changes()
+            for question in live.questions():
+                if ctx.elicit is not None and not question.future.done():
+                    live.answer(question, await ctx.elicit(question.form))
+            if await self.show(live.latest(), ctx):
+                await anyio.sleep(PROGRESS_INTERVAL_S)
+
+    async def show(self, report: Report | None, ctx: ToolContext) -> bool:
+        """Show `report` on the face, if there is one and the face takes details."""
+        if report is None or ctx.detail is None:
+            return False
+        progress = ToolProgress(
+            ctx.activity_id, self.name, report.progress, report.total, report.message
+        )
+        await ctx.detail(progress)
+        return True
 
 
 def outcome(

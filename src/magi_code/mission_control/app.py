@@ -11,7 +11,8 @@ read-only commands (commands.AT_ONCE) answer at once. The editor empties as Ente
 keys typed right after it start the next message.
 
 Outcomes: a turn ends with one line saying how (`completed` is silent, `cancelled` and
-`failed` say so, and a partial reply stays on screen as it was). `--prompt` runs one turn and
+`failed` say so, and a partial reply stays on screen as it was); a session drawn again
+(resume, --continue, /rewind) shows that line where it stood. `--prompt` runs one turn and
 exits 0 (completed), 1 (failed) or 130 (cancelled).
 """
 
@@ -21,6 +22,7 @@ from typing import ClassVar
 
 import anyio
 from rich.console import RenderableType
+from rich.markdown import Markdown as RichMarkdown
 from rich.text import Text
 from textual import work
 from textual._time import get_time
@@ -29,7 +31,11 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
-from magi_code.limits import PROMPT_BYTES, QUIT_CONFIRM_MS, UI_FRAME_MS
+from magi_code.context.loader import ordered_sources
+from magi_code.limits import FACE_PROMPT_BYTES, QUIT_CONFIRM_MS, REWIND_KEYS_MS, UI_FRAME_MS
+from magi_code.mcp.elicitation import Answer, Form
+from magi_code.mcp.errors import NotSent
+from magi_code.mcp.mentions import mentioned
 from magi_code.mission_control import commands
 from magi_code.mission_control.attachments import attached_images
 from magi_code.mission_control.driver import (
@@ -39,9 +45,18 @@ from magi_code.mission_control.driver import (
     StoredRow,
     Tally,
 )
+from magi_code.mission_control.form import FormScreen
+from magi_code.mission_control.frame_timer import draw_promptly
+from magi_code.mission_control.mcp_servers import listing, status_line
+from magi_code.mission_control.mentions import complete
 from magi_code.mission_control.observe import APPROVAL_MODES
+from magi_code.mission_control.plan_view import PlanView
 from magi_code.mission_control.preview import Preview
+from magi_code.mission_control.rewind import Rewinder, RewindPoint, describe, named
 from magi_code.mission_control.screens import ApprovalScreen, PickerScreen
+from magi_code.mission_control.status_bar import StatusBar
+from magi_code.mission_control.suggestions import Suggestions
+from magi_code.mission_control.terminal_keys import teach_alt_enter
 from magi_code.mission_control.widgets import (
     AssistantMessage,
     Notice,
@@ -51,6 +66,7 @@ from magi_code.mission_control.widgets import (
     ToolCard,
     UserMessage,
     diff_text,
+    prompt_text,
     utf8_size,
 )
 from magi_code.runner.events import (
@@ -63,11 +79,14 @@ from magi_code.runner.events import (
 )
 from magi_code.runner.turn import TurnControl
 from magi_code.sessions import SessionError
+from magi_code.tools.live_output import ToolOutputDelta
+from magi_code.tools.plan import PlanUpdate
+from magi_code.tools.progress import ToolProgress
 from magi_code.tools.sandbox.settings import MODES as SANDBOX_MODES
 
 NOTIFY_AFTER_S = 10  # a turn that ran longer notifies at its end when the terminal is unfocused
 NOTIFY_CHARS = 120  # of a notification's text
-SESSION_PROMPT_CHARS = 80  # of a session's first prompt in the resume picker
+PICKED_PROMPT_CHARS = 80  # of a prompt in a picker (a session's first in /resume, Ctrl+R's)
 EXIT_CODES = {"completed": 0, "failed": 1, "cancelled": 130}
 
 CSS = """
@@ -77,8 +96,8 @@ Screen:inline { height: 100vh; border-top: none; border-bottom: none; }
 #log > * { margin: 0 0 1 0; }
 .user { color: $text; background: $boost; padding: 0 1; }
 .assistant { height: auto; margin: 0; padding: 0; }
-.assistant Markdown { margin: 0; padding: 0; }
-.page { padding: 0 2; }
+.page { padding: 0 1; }
+.page.closed { margin: 0 0 1 0; }
 .assistant.partial { border-left: thick $warning; }
 .notice { color: $text-muted; }
 .notice.error { color: $error; }
@@ -121,6 +140,8 @@ class MissionControl(App[int]):
         first_prompt: str | None = None,
     ) -> None:
         super().__init__()
+        teach_alt_enter()
+        draw_promptly()
         self.driver, self.one_shot, self.banner = driver, prompt, banner
         self.pick_at_start = pick_session
         self.first_prompt = first_prompt  # sent at start, as if typed; the app stays open
@@ -138,14 +159,19 @@ class MissionControl(App[int]):
         self.hint = ""  # a passing word in the status line
         self.transcript: list[RenderableType] = []
         self.turn_started = 0.0
+        self.escaped_at: float | None = None  # the last Esc with no turn running
 
     # ---- layout ----------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         yield VerticalScroll(id="log")
+        yield PlanView(id="plan")
         yield Vertical(id="queue")
-        yield Static("", id="status")
-        yield PromptArea(id="prompt", soft_wrap=True, show_line_numbers=False)
+        yield StatusBar(id="status")
+        admitted = self.driver.admitted
+        menu = Suggestions(Path(admitted.cwd), admitted.env, id="suggestions")
+        yield menu
+        yield PromptArea(menu=menu, id="prompt", soft_wrap=True, show_line_numbers=False)
 
     async def on_mount(self) -> None:
         self.set_interval(UI_FRAME_MS / 1000, self.flush)
@@ -154,6 +180,7 @@ class MissionControl(App[int]):
         for notice in self.driver.notices:
             await self.say(notice, "warning")
         self.driver.notices.clear()
+        self.register_prompt_commands()
         await self.hydrate()
         self.refresh_status()
         self.query_one(PromptArea).focus()
@@ -182,15 +209,19 @@ class MissionControl(App[int]):
         mode = self.driver.grants.mode
         waiting = len(self.queued)
         state = self.hint or self.state + (f" · {waiting} queued" if waiting else "")
-        self.query_one("#status", Static).update(  # what matters most first: narrow terminals
-            f"{state} · {self.driver.provider}/{self.driver.model} · "
-            f"context {share}% of {window:,} · "
-            f"tokens {tally.session_input:,} in {tally.session_output:,} out · approvals: {mode}"
-            f" · sandbox: {self.driver.sandbox.mode}"
+        parts = (  # with the rank of each: the least needed (highest) go first when narrow
+            (state, 0),
+            (f"{self.driver.provider}/{self.driver.model}", 3),
+            (f"context {share}% of {window:,}", 4),
+            (f"tokens {tally.session_input:,} in {tally.session_output:,} out", 5),
+            (f"approvals: {mode}", 1),
+            (f"sandbox: {self.driver.sandbox.mode}", 2),
         )
+        self.query_one("#status", StatusBar).show(parts)
 
     async def hydrate(self) -> None:
         """Draw the attached session's stored history (after --continue, resume, /resume)."""
+        self.plan(self.driver.latest_plan())
         try:
             entries = self.driver.history()
         except SessionError as failed:
@@ -205,6 +236,8 @@ class MissionControl(App[int]):
                 await message.settle(entry.text, entry.partial)
             elif entry.kind == "reasoning_summary":
                 await self.add(Reasoning(entry.text))
+            elif entry.kind == "ended":
+                await self.say(*ended_line(entry.text, entry.error_code))
             else:
                 await self.say(entry.text, "warning" if entry.kind == "diagnostic" else "info")
         self.call_after_refresh(self.log_view.scroll_end, animate=False)  # where it was left
@@ -265,14 +298,57 @@ class MissionControl(App[int]):
     def usage(self, tally: Tally) -> None:
         self.refresh_status()
 
+    def plan(self, update: PlanUpdate | None) -> None:
+        self.query_one(PlanView).show(update)
+
+    def progress(self, event: ToolProgress) -> None:
+        card = self.cards.get(event.activity_id)
+        if card is not None:
+            card.show_progress(event.text())
+
+    def live_output(self, event: ToolOutputDelta) -> None:
+        card = self.cards.get(event.activity_id)
+        if card is not None:
+            card.take_live(event.text)
+
+    def on_tool_card_chosen(self, message: ToolCard.Chosen) -> None:
+        """A card was expanded or collapsed: the composer has the keys again."""
+        self.query_one(PromptArea).focus()
+
+    async def elicit(self, form: Form) -> Answer:
+        """An MCP server's question as a modal form, until the person answers (a stopped
+        run closes it: cancel)."""
+        screen = FormScreen(form)
+        answered = anyio.Event()
+        answers: list[Answer | None] = []
+
+        def closed(answer: Answer | None) -> None:
+            answers.append(answer)
+            answered.set()
+
+        self.push_screen(screen, closed)
+        self.notify_person(f"{form.server} asks: {form.message}")
+        try:
+            await answered.wait()
+        finally:
+            if not answered.is_set():
+                screen.close(None)
+        self.set_focus(self.query_one(PromptArea))
+        return answers[0] or Answer("cancel")
+
     def reasoning(self, text: str) -> None:
         self.log_view.mount(Reasoning(text))
 
     async def approval(self, approval: Approval) -> None:
         screen = ApprovalScreen(approval)
         self.approvals.append(screen)
+        card = self.cards.get(approval.activity_id)
+        if card is not None:
+            card.await_approval()  # its time stands still while the person decides
 
         def answered(answer: str | None) -> None:
+            if card is not None:
+                card.go_on()
             if screen in self.approvals:
                 self.approvals.remove(screen)
             if answer == "once":
@@ -313,12 +389,13 @@ class MissionControl(App[int]):
 
     # ---- turns -----------------------------------------------------------------------------
 
-    def start_turn(self, prompt: str) -> None:
+    def start_turn(self, prompt: str, command: commands.Command | None = None) -> None:
+        """Send `prompt`; for an MCP prompt `command`, what its server says it is."""
         self.turn_started = get_time()
         self.control = TurnControl()
         self.state = "running"
         self.refresh_status()
-        self.run_turn(prompt, self.control)
+        self.run_turn(prompt, self.control, command)
 
     def start_shell(self, command: str) -> None:
         self.control = TurnControl()  # Esc and Ctrl-C stop it like a turn
@@ -333,7 +410,7 @@ class MissionControl(App[int]):
         await self.add(card)
         try:
             with anyio.CancelScope() as control.scope:
-                outcome = await self.driver.shell(command)
+                outcome = await self.driver.shell(command, card.take_live)
                 card.update_state("completed" if outcome.ok else "failed", outcome.summary)
                 card.show_output(outcome.output, None)
                 card.collapsed = False
@@ -352,17 +429,51 @@ class MissionControl(App[int]):
             await self.send_queued()
 
     @work(group="turn", exit_on_error=False)
-    async def run_turn(self, prompt: str, control: TurnControl) -> None:
-        await self.add(UserMessage(prompt))
+    async def run_turn(
+        self, prompt: str, control: TurnControl, command: commands.Command | None = None
+    ) -> None:
         cwd = Path(self.driver.admitted.cwd)
         images, notes = await anyio.to_thread.run_sync(attached_images, prompt, cwd)
+        try:  # an MCP prompt's messages, or the MCP resources the prompt mentions
+            with control.enter() as preparing:
+                if command is not None:
+                    sent, more = await self.driver.expand_prompt(command.name, command.argument)
+                else:
+                    sent, more = await self.driver.with_mentions(prompt, len(images))
+        except NotSent as refused:
+            await self.not_sent(prompt, refused.why)
+            return
+        if preparing.cancelled_caught:  # Esc while the MCP server was asked
+            await self.not_sent(prompt, "stopped before it was sent.")
+            return
+        await self.add(UserMessage(prompt))
         for note in notes:
             await self.say(note, "warning")
+        resources = len(mentioned(prompt)) if command is None else 0
+        if resources:
+            await self.say(f"Attached {resources} MCP resource{'s' if resources > 1 else ''}.")
+        images += more
         if images:
             await self.say(f"Attached {len(images)} image{'s' if len(images) > 1 else ''}.")
-        finished = await self.driver.turn(prompt, self, control, images)
+        finished = await self.driver.turn(sent, self, control, images)
         await self.flush()
         await self.end_turn(finished)
+
+    async def not_sent(self, text: str, why: str) -> None:
+        """A prompt that could not be made ready: said why, its text back in the editor
+        (ahead of anything typed since); then the queue goes on."""
+        prompt = self.query_one(PromptArea)
+        prompt.text = text + prompt.text
+        lines = text.split("\n")
+        prompt.move_cursor((len(lines) - 1, len(lines[-1])))  # where it was left
+        await self.say(Text(f"Not sent: {why}"), "error")  # a server's words: no markup
+        self.control = None
+        self.state = "idle"
+        self.refresh_status()
+        if self.leaving is not None or self.one_shot is not None:
+            self.exit(1 if self.leaving is None else self.leaving)
+        else:
+            await self.send_queued()
 
     def close_approvals(self) -> None:
         """The runner moved on: whatever approval is still on screen was decided (expired,
@@ -377,23 +488,21 @@ class MissionControl(App[int]):
             await message.settle(message.shown, True)
         self.streaming.clear()
         self.reconciling.clear()
+        if get_time() - self.turn_started > NOTIFY_AFTER_S and not self.app_focus:
+            self.notify_person(f"magi-code: the turn {finished.outcome}")  # before idle is seen
         self.control = None
         self.state = "idle"
         for notice in self.driver.notices:
             await self.say(notice, "error")
         self.driver.notices.clear()
         if finished.outcome != "completed":
-            why = finished.error_code or "stopped"
-            kind = "warning" if finished.outcome == "cancelled" else "error"
-            await self.say(f"{finished.outcome} ({why}); what was said so far is kept", kind)
+            await self.say(*ended_line(finished.outcome, finished.error_code))
         if finished.persistence != "durable":
             await self.say(f"history {finished.persistence}: not all of this turn was saved")
         tally = self.driver.tally
         if tally.turn_input or tally.turn_output:
             await self.say(f"tokens this turn: {tally.turn_input:,} in, {tally.turn_output:,} out")
         self.refresh_status()
-        if get_time() - self.turn_started > NOTIFY_AFTER_S and not self.app_focus:
-            self.notify_person(f"magi-code: the turn {finished.outcome}")
         if self.leaving is not None:
             self.exit(self.leaving)
         elif self.one_shot is not None:
@@ -416,12 +525,10 @@ class MissionControl(App[int]):
     def scrollback(self) -> list[RenderableType]:
         """The conversation as plain renderables, printed after the inline app is gone so it
         stays in the terminal's scrollback."""
-        from rich.markdown import Markdown as RichMarkdown
-
         shown: list[RenderableType] = []
         for widget in self.log_view.children:
             if isinstance(widget, UserMessage):
-                shown.append(Text("› ", style="bold cyan") + Text(widget.text))
+                shown.append(prompt_text(widget.text))
             elif isinstance(widget, AssistantMessage):
                 shown.append(RichMarkdown(widget.shown))
             elif isinstance(widget, ToolCard):
@@ -443,8 +550,16 @@ class MissionControl(App[int]):
         self.control.cancel()
 
     def action_stop(self) -> None:
+        """Esc stops the running turn; with none running, Esc twice opens the rewind list."""
         if self.control is not None:
             self.control.cancel()
+            return
+        now = get_time()
+        if self.escaped_at is not None and now - self.escaped_at <= REWIND_KEYS_MS / 1000:
+            self.escaped_at = None
+            self.rewind()
+        else:
+            self.escaped_at = now
 
     def action_interrupt(self) -> None:
         prompt = self.query_one(PromptArea)
@@ -478,26 +593,50 @@ class MissionControl(App[int]):
     async def on_prompt_area_refused(self, message: PromptArea.Refused) -> None:
         await self.say(
             f"Paste refused: the prompt would be {message.size:,} bytes; "
-            f"the limit is {PROMPT_BYTES:,}. Nothing was inserted.",
+            f"the limit is {FACE_PROMPT_BYTES:,}. Nothing was inserted.",
             "error",
         )
 
     async def on_prompt_area_recall(self, message: PromptArea.Recall) -> None:
         if message.step < 0 and await self.unqueue_last():
             return
+        recall = self.prompt_history()
+        if not recall:
+            return
+        self.recall_at = max(0, min(len(recall), self.recall_at + message.step))
+        self.query_one(PromptArea).load(
+            recall[self.recall_at] if self.recall_at < len(recall) else ""
+        )
+
+    def prompt_history(self) -> list[str]:
+        """The prompts Up/Down and Ctrl+R recall, oldest first, read from the sessions once."""
         if self.recall is None:
             self.recall = self.driver.prompt_history()  # what this process sent is stored too
             self.recall_at = len(self.recall)
-        if not self.recall:
+        return self.recall
+
+    def on_prompt_area_search(self, message: PromptArea.Search) -> None:
+        """Ctrl+R: the prompt history, newest first and each prompt once, searched as typed;
+        the chosen one replaces the editor's text."""
+        history = self.prompt_history()
+        newest: dict[str, str] = {}
+        for index in reversed(range(len(history))):
+            newest.setdefault(history[index], str(index))
+        if not newest:
+            self.notify("No earlier prompts in this workspace.")
             return
-        self.recall_at = max(0, min(len(self.recall), self.recall_at + message.step))
-        prompt = self.query_one(PromptArea)
-        prompt.text = self.recall[self.recall_at] if self.recall_at < len(self.recall) else ""
-        prompt.move_cursor(prompt.document.end)
+        options = [(index, one_line(text)) for text, index in newest.items()]
+
+        def chosen(index: str | None) -> None:
+            if index is not None:
+                self.query_one(PromptArea).load(history[int(index)])
+
+        picker = PickerScreen(
+            "Search prompt history", options, current=options[0][0], searchable=True
+        )
+        self.push_screen(picker, chosen)
 
     def on_prompt_area_complete(self, message: PromptArea.Complete) -> None:
-        from magi_code.mission_control.mentions import complete
-
         prompt = self.query_one(PromptArea)
         row, column = prompt.cursor_location
         line = prompt.document[row]
@@ -511,11 +650,12 @@ class MissionControl(App[int]):
         text = message.text
         self.quit_armed_at = None
         size = utf8_size(text)
-        if size > PROMPT_BYTES:
+        if size > FACE_PROMPT_BYTES:
             prompt = self.query_one(PromptArea)
             prompt.text = text + prompt.text
             await self.say(
-                f"Not sent: the prompt is {size:,} bytes; the limit is {PROMPT_BYTES:,}.", "error"
+                f"Not sent: the prompt is {size:,} bytes; the limit is {FACE_PROMPT_BYTES:,}.",
+                "error",
             )
             return
         command = commands.parse(text)
@@ -559,8 +699,7 @@ class MissionControl(App[int]):
         if prompt.text or not waiting:
             return False
         await waiting[-1].remove()
-        prompt.text = waiting[-1].text
-        prompt.move_cursor(prompt.document.end)
+        prompt.load(waiting[-1].text)
         self.refresh_status()
         return True
 
@@ -571,17 +710,22 @@ class MissionControl(App[int]):
         if not name:
             await self.say(f"Unknown command /{command.word}: /help lists them.", "error")
         elif name == "help":
-            await self.say(commands.help_text())
+            await self.say(Text(commands.help_text()))  # MCP prompts' words: no markup
         elif name in ("quit", "exit"):
             self.leave(0)
         elif name in ("clear", "new"):  # the old conversation stays resumable
             await self.log_view.remove_children()
+            self.plan(None)
             session_id = self.driver.new_session()
             await self.say(f"New session {session_id}")
         elif name == "fork":
             await self.fork()
+        elif name == "rewind":
+            self.rewind()
         elif name == "mcp":
-            await self.say("MCP servers: " + (", ".join(self.driver.mcp_servers()) or "none"))
+            await self.mcp_command(command.argument)
+        elif name.startswith(commands.PROMPT_PREFIX):
+            self.start_turn(f"/{command.word} {command.argument}".rstrip(), command)
         elif name == "status":
             await self.say(self.status_text())
         elif name == "init":
@@ -600,6 +744,117 @@ class MissionControl(App[int]):
         elif name == "permissions":
             self.pick_mode(command.argument)
         self.refresh_status()
+
+    async def mcp_command(self, argument: str) -> None:
+        """`/mcp` lists the servers; `/mcp reconnect NAME` connects one afresh."""
+        verb, _, name = argument.partition(" ")
+        if not argument:
+            usages = [command.usage() for command in self.driver.prompt_commands().values()]
+            await self.say(Text(listing(self.driver.mcp_states(), usages)))  # no markup
+        elif verb == "reconnect" and name.strip():
+            self.reconnect(name.strip())
+        else:
+            await self.say("Usage: /mcp lists the MCP servers; /mcp reconnect NAME", "error")
+
+    @work(group="mcp", exit_on_error=False)
+    async def reconnect(self, name: str) -> None:
+        await self.say(f"Reconnecting {name}...")
+        said = await self.driver.reconnect_mcp(name)
+        self.register_prompt_commands()
+        await self.say(Text(said), "info" if said.startswith("Reconnected") else "error")
+
+    def register_prompt_commands(self) -> None:
+        """The connected MCP servers' prompts as commands (commands.py's registry)."""
+        found = self.driver.prompt_commands()
+        commands.set_prompt_commands({n: c.description() for n, c in found.items()})
+
+    @work(group="rewind", exit_on_error=False)
+    async def rewind(self) -> None:
+        """`/rewind`, Esc Esc: pick a turn, then what goes back to before it (rewind.py); a
+        change made outside magi-code since is named and asked about before it is overwritten.
+        What is sent meanwhile waits in the queue, as during a turn."""
+        if self.control is not None:  # a turn, or another rewind, is under way
+            return
+        rewinder = self.driver.rewinder()
+        if rewinder is None:
+            await self.say("Nothing to rewind yet: no turn in this conversation.", "warning")
+            return
+        self.control, self.state = TurnControl(), "rewinding"
+        self.refresh_status()
+        try:
+            await self.rewind_chosen(rewinder)
+        finally:
+            self.control, self.state = None, "idle"
+            self.refresh_status()
+        if self.leaving is not None:
+            self.exit(self.leaving)
+        else:
+            await self.send_queued()
+
+    async def rewind_chosen(self, rewinder: Rewinder) -> None:
+        points = await anyio.to_thread.run_sync(rewinder.points)
+        if not points:
+            await self.say("Nothing to rewind yet: no turn in this conversation.", "warning")
+            return
+        listed = [(str(point.number), point.label()) for point in points]
+        chosen = await self.push_screen_wait(
+            PickerScreen("Rewind to before which turn?", listed, current=listed[-1][0])
+        )
+        if chosen is None:
+            return
+        point = points[int(chosen) - 1]
+        options = [("conversation", "the conversation only"), ("cancel", "cancel")]
+        if point.target is not None:
+            options[:0] = [("both", "code and conversation"), ("code", "the code only")]
+        what = await self.push_screen_wait(
+            PickerScreen(f"Rewind to before turn {point.number}: what goes back?", options)
+        )
+        if what not in ("both", "code", "conversation"):
+            return
+        if what != "conversation" and not await self.rewind_code(rewinder, point):
+            return
+        if what != "code":
+            try:
+                rewinder.rewind_conversation(point)
+            except (OSError, SessionError, ValueError):
+                await self.say("The conversation could not be rewound: nothing changed.", "error")
+                return
+            await self.log_view.remove_children()
+            await self.hydrate()
+            if self.driver.attachment is not None:
+                self.driver.tally.context = self.driver.history_tokens(self.driver.attachment)
+            said = f"The conversation goes on from before turn {point.number}"
+            await self.say(said + " (the later turns stay in the session file).")
+
+    async def rewind_code(self, rewinder: Rewinder, point: RewindPoint) -> bool:
+        """Put the workspace back to what turn `point` met; False when the person cancelled
+        over changes made outside magi-code, or nothing could be read."""
+        try:
+            code = await anyio.to_thread.run_sync(rewinder.plan_code, point)
+        except (OSError, ValueError):
+            await self.say("The checkpoint cannot be read: nothing changed.", "error")
+            return False
+        if code is None:
+            return True
+        plan = code.plan
+        if plan.outside:
+            question = (
+                f"Changed outside magi-code since turn {point.number}, and would be "
+                f"overwritten: {named(plan.outside)}"
+            )
+            options = [("overwrite", "overwrite them: rewind anyway"), ("cancel", "cancel")]
+            if await self.push_screen_wait(PickerScreen(question, options)) != "overwrite":
+                await self.say("Rewind cancelled: nothing changed.", "warning")
+                return False
+        failed = await anyio.to_thread.run_sync(rewinder.rewind_code, code)
+        await self.say(f"Code back to before turn {point.number}: {describe(plan)}.")
+        if plan.unrestorable:
+            await self.say(
+                f"Not restorable (too large to keep): {named(plan.unrestorable)}", "warning"
+            )
+        if failed:
+            await self.say(f"Could not be put back: {named(failed)}", "error")
+        return True
 
     async def fork(self) -> None:
         before = self.driver.attachment.session_id if self.driver.attachment else ""
@@ -631,8 +886,7 @@ class MissionControl(App[int]):
         driver, tally = self.driver, self.driver.tally
         window = driver.context_window()
         session = driver.attachment.session_id if driver.attachment else "(none yet)"
-        servers = ", ".join(driver.mcp_servers()) or "none"
-        from magi_code.context.loader import ordered_sources
+        servers = status_line(driver.mcp_states())
 
         told = [
             f"  {kind:<9} {origin} ({size:,} bytes)"
@@ -672,7 +926,7 @@ class MissionControl(App[int]):
             try:
                 self.driver.select(provider, model)
             except LaunchError as failed:
-                await self.say(failed.explain(), "error")
+                await self.say(f"The model was not changed: {failed.reason()}", "error")
                 return
             await self.say(f"Model: {provider} / {model}")
             self.refresh_status()
@@ -762,11 +1016,23 @@ class MissionControl(App[int]):
         self.push_screen(PickerScreen("Approval or sandbox mode", options), chosen)
 
 
+def ended_line(outcome: str, error_code: str | None) -> tuple[str, str]:
+    """The line (and its kind) saying how a turn that did not complete ended: live at its
+    end, and where it stands when the session is drawn again."""
+    kind = "warning" if outcome == "cancelled" else "error"
+    return f"{outcome} ({error_code or 'stopped'}); what was said so far is kept", kind
+
+
 def session_row(row: StoredRow, now: float) -> tuple[str, str]:
     where = "" if row.here else "  (other workspace)"
-    first = " ".join((row.first_prompt or "-").split())[:SESSION_PROMPT_CHARS]
+    first = one_line(row.first_prompt or "-")
     age, size = human_age(now - row.mtime_ns / 1e9), human_size(row.size)
     return row.session_id, f"{age:>8}  {size:>7}  {row.model or '?':<16} {first}{where}"
+
+
+def one_line(prompt: str) -> str:
+    """A prompt as one line of a picker: its runs of white space as one space, clipped."""
+    return " ".join(prompt.split())[:PICKED_PROMPT_CHARS]
 
 
 def human_age(seconds: float) -> str:

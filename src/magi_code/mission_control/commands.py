@@ -3,9 +3,13 @@
 A line is a command only when its first word is a known `/name`; anything else starting with
 `/` is refused by name, so a mistyped command is never sent to the model as a prompt. A path
 such as `/etc/hosts is odd` is not a command word (it has a second `/`), so it stays a prompt.
+The connected MCP servers' prompts are commands too (`/mcp__SERVER__PROMPT`, mcp/prompts.py),
+registered here at start and after `/mcp reconnect`.
 """
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+
+from magi_code.records import record
 
 COMMANDS: dict[str, str] = {
     "help": "the keys and these commands",
@@ -19,23 +23,34 @@ COMMANDS: dict[str, str] = {
     "diff": "the workspace's git diff",
     "init": "ask the model to write a starter AGENTS.md for this workspace",
     "permissions": "approval mode: ask, edits (edits allowed) or full (all allowed)",
-    "fork": "copy the conversation so far into a new session and go on there",
-    "mcp": "the MCP servers in use",
+    "fork": "copy the conversation so far and its checkpoints into a new session; go on there",
+    "rewind": "go back to before an earlier turn: its code, the conversation, or both",
+    "mcp": "the MCP servers: state, tools, prompts; /mcp reconnect NAME connects one again",
     "quit": "leave Mission Control",
     "exit": "leave Mission Control (as /quit)",
 }
 AT_ONCE = frozenset({"help", "status", "diff", "mcp", "quit", "exit"})  # even during a turn
+PROMPT_PREFIX = "mcp__"  # an MCP server's prompt as a command
 
 KEYS: list[tuple[str, str]] = [
     ("Enter", "send; during a turn, queue it (sent when the turn ends)"),
     ("Up at an empty prompt", "take the last queued message back to edit or remove"),
     ("Shift+Enter, Alt+Enter, Ctrl+J", "new line"),
+    ("\\ then Enter", "new line (the backslash goes)"),
+    ("Ctrl+R", "search earlier prompts of this workspace; Enter puts one in the editor"),
+    ("/", "the commands, filtered as you type: Tab or Enter completes, Esc closes"),
     ("Up / Down", "earlier prompts of this workspace (on the first / last line)"),
     ("Esc, Ctrl+C", "stop the running turn"),
+    ("Esc Esc", "no turn running: rewind (as /rewind)"),
     ("Ctrl+C twice, Ctrl+D", "quit (at an empty prompt)"),
     ("y / a / n", "an approval: allow once / allow for this session / deny"),
+    ("Shift+Tab", "focus the newest card (again: the one before)"),
+    ("Enter or a click on a card", "expand or collapse it; the keys go back to the prompt"),
     ("!command", "run your own shell command (no approval; its output goes with your next prompt)"),
-    ("@path", "Tab completes a file path of the workspace"),
+    ("@", "the workspace's files (not ignored ones), fuzzy: Tab or Enter takes one"),
+    ("@path", "with no list open, Tab completes a file path of the workspace"),
+    ("a large paste", "shown as [Pasted text #N, L lines]; all of it is sent"),
+    ("@SERVER:URI", "attach that MCP server's resource to the prompt (/mcp lists servers)"),
 ]
 
 
@@ -47,7 +62,7 @@ INIT_PROMPT = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class Command:
     name: str  # "" for an unknown command
     argument: str
@@ -62,8 +77,16 @@ def parse(line: str) -> Command | None:
     word, _, argument = text[1:].partition(" ")
     if "/" in word or "\n" in word:
         return None
-    name = word.lower()
+    name = word if word in COMMANDS else word.lower()
     return Command(name if name in COMMANDS else "", argument.strip(), word)
+
+
+def set_prompt_commands(described: Mapping[str, str]) -> None:
+    """Make the connected MCP servers' prompts commands (name: description), in place of
+    those registered before."""
+    for name in [name for name in COMMANDS if name.startswith(PROMPT_PREFIX)]:
+        del COMMANDS[name]
+    COMMANDS.update(described)
 
 
 def help_text() -> str:

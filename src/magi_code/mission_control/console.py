@@ -10,17 +10,25 @@ on stderr and exit 1: what is wrong and what to run or edit, never a traceback o
 Textual is imported here and below only, never on the `serve --stdio` or `exec` paths.
 """
 
+import gc
 import os
 import sys
+from importlib.metadata import version
 
+from rich.console import Console
+
+from magi_code.config import paths, trust, trust_file
+from magi_code.config.settings import trusted_for
+from magi_code.config.trust import UNKNOWN
+from magi_code.mission_control.app import MissionControl
 from magi_code.mission_control.driver import Driver, Launch, LaunchError, startup
+from magi_code.mission_control.first_run import offer
 from magi_code.mission_control.mcp_failed import continue_without
 from magi_code.sessions import SessionError
+from magi_code.tools.sandbox.settings import MODE_ENV
 
 
 def banner(driver: Driver) -> str:
-    from importlib.metadata import version
-
     session = driver.attachment.session_id if driver.attachment else "new"
     trust = "trusted" if driver.admitted.trusted else "not trusted"
     return (
@@ -46,9 +54,6 @@ class Quit(Exception):
 
 def ask_trust(cwd: str, mc_home: str) -> bool:
     """Ask whether to trust `cwd` when it needs asking; False means quit."""
-    from magi_code.config import paths, trust, trust_file
-    from magi_code.config.settings import trusted_for
-
     settings_file = paths.Paths(mc_home).settings
     found = trust.project_definitions(cwd, mc_home)
     if not found or trusted_for(cwd, settings_file):
@@ -69,14 +74,10 @@ def ask_trust(cwd: str, mc_home: str) -> bool:
 
 def prepare(launch: Launch, env: dict[str, str]) -> Driver:
     """Everything before the screen; raises LaunchError, or Quit at the trust question."""
-    from magi_code.config import paths
-
     cwd = os.path.realpath(os.getcwd())
     if launch.prompt is None and not ask_trust(cwd, paths.resolve_home(env)):
         raise Quit
     if launch.sandbox is not None:
-        from magi_code.tools.sandbox.settings import MODE_ENV
-
         env[MODE_ENV] = launch.sandbox  # subagents inherit it
     admitted, pruned = startup(cwd, env, launch.agent, skip_failed_mcp=launch.prompt is None)
     if admitted.mcp is not None and not continue_without(admitted.mcp.failed):
@@ -87,7 +88,6 @@ def prepare(launch: Launch, env: dict[str, str]) -> Driver:
     for notice in admitted.notices:
         print(f"magi-code: {notice}", file=sys.stderr)
     driver = Driver(admitted)
-    from magi_code.config.trust import UNKNOWN
 
     ignored = [d for d in admitted.dropped if d.reason != UNKNOWN]  # (not a setting: said)
     if ignored:
@@ -122,8 +122,6 @@ def prepare(launch: Launch, env: dict[str, str]) -> Driver:
 
 
 def run(launch: Launch) -> int:
-    from magi_code.mission_control.first_run import offer
-
     first_run = offer(launch, dict(os.environ), os.path.realpath(os.getcwd()))
     if first_run.exit_code is not None:
         return first_run.exit_code
@@ -136,7 +134,6 @@ def run(launch: Launch) -> int:
         return 1
     if first_run.notice:
         driver.notices.append(first_run.notice)
-    from magi_code.mission_control.app import MissionControl
 
     app = MissionControl(
         driver,
@@ -145,14 +142,18 @@ def run(launch: Launch) -> int:
         pick_session=launch.resume == "",
         first_prompt=launch.first_prompt,
     )
+    # What startup made (modules, settings, servers) lives as long as the process: frozen, it
+    # is no longer walked by each full garbage collection while a reply streams.
+    gc.freeze()
     try:
         code = app.run(inline=True)
     finally:
         driver.close()
     if app.transcript:
-        from rich.console import Console
-
         scrollback = Console()
         for shown in app.transcript:
             scrollback.print(shown)
+    # The process ends next: the screen's objects are left to the OS, not to a last garbage
+    # collection at exit (under load, up to half a second of waiting for nothing).
+    gc.freeze()
     return 1 if code is None else code

@@ -9,19 +9,27 @@ observe.py wrapped around the turn's parts. It imports nothing of Textual, so it
 (and tested) without a screen.
 """
 
+import codecs
 import os
+import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
+from magi_code import debug
+from magi_code.checkpoints.store import CheckpointStore
+from magi_code.config.credentials import CredentialStore
+from magi_code.config.settings import ModelUnknown, SettingsError
 from magi_code.errors import MagiError
 from magi_code.limits import INPUT_HISTORY_PROMPTS
+from magi_code.mcp.errors import NotSent
+from magi_code.mcp.mentions import attach, mentioned
+from magi_code.mcp.states import ServerState
 from magi_code.mission_control.observe import (
     ApprovalMode,
     FacePolicy,
@@ -32,22 +40,36 @@ from magi_code.mission_control.observe import (
     PendingCall,
 )
 from magi_code.mission_control.preview import Preview, outside_preview, preview
+from magi_code.mission_control.rewind import Rewinder
 from magi_code.providers.base import ImagePart, Usage
+from magi_code.providers.catalog import offered_models
+from magi_code.providers.known_models import default_model, refusal
+from magi_code.providers.registry import ConfigurationInvalid, wire_api
+from magi_code.records import field, record
+from magi_code.runner.agents import SessionAgents
+from magi_code.runner.compaction import estimate_tokens
 from magi_code.runner.entry import start_turn
-from magi_code.runner.events import Activity, MessageDelta, RunEvent, RunFinished
+from magi_code.runner.events import Activity, DetailEvent, MessageDelta, RunEvent, RunFinished
 from magi_code.runner.journal import SessionJournal
 from magi_code.runner.setup import context_window, parts, turn_setup
 from magi_code.runner.startup import Admitted, StartupError, admit
 from magi_code.runner.turn import Emitter, Turn, TurnControl, TurnSetup
 from magi_code.sessions import Attachment, Selection, SessionError, SessionStore
+from magi_code.sessions.projection import Ending
 from magi_code.sessions.reader import decode_record
 from magi_code.sessions.retention import auto_prune, latest_for, scan
+from magi_code.sessions.turns import conversation_turns, rewound_runs
+from magi_code.sessions.usage import StoredUsage, stored_usage
 from magi_code.tools.approvals import ApprovalBroker
 from magi_code.tools.base import ToolOutcome
+from magi_code.tools.live_output import ToolOutputDelta
 from magi_code.tools.paths import display
+from magi_code.tools.plan import PlanUpdate, stored_plan
+from magi_code.tools.progress import ToolProgress
 
 if TYPE_CHECKING:
-    from magi_code.runner.agents import SessionAgents
+    from magi_code.mcp.elicitation import Answer, Form
+    from magi_code.mcp.prompts import PromptCommand
     from magi_code.tools.sandbox.modes import Sandbox
 
 HEADER_BYTES = 64 * 1024  # how far a session file is read for its header line
@@ -82,13 +104,18 @@ class LaunchError(MagiError):
         self.code, self.detail = code, detail
 
     def explain(self) -> str:
+        """As startup says it, on stderr."""
+        return f"magi-code: startup failed: {self.reason()}"
+
+    def reason(self) -> str:
+        """The code, what is wrong and what to do (`/model` says it in the running app)."""
         detail = f" ({self.detail})" if self.detail else ""
         # A detail that names the command to run (an MCP login) is the advice itself.
         hint = None if "`magi-code " in self.detail else HINTS.get(self.code)
-        return f"magi-code: startup failed: {self.code}{detail}" + (f"\n  {hint}" if hint else "")
+        return f"{self.code}{detail}" + (f"\n  {hint}" if hint else "")
 
 
-@dataclass(frozen=True)
+@record
 class Launch:
     """What the command line asked of Mission Control."""
 
@@ -109,18 +136,14 @@ def startup(
     """The pre-UI steps: the admitted snapshot, then the retention sweep. Raises LaunchError.
     Returns the snapshot and how many expired sessions the sweep removed. `skip_failed_mcp`:
     an MCP server that fails is left out (`admitted.mcp.failed`) rather than failing."""
-    from magi_code.config.settings import ModelUnknown, SettingsError
-
     try:
-        admitted = admit(cwd, env, agent=agent, skip_failed_mcp=skip_failed_mcp)
+        admitted = admit(cwd, env, agent=agent, skip_failed_mcp=skip_failed_mcp, elicits=True)
     except StartupError as failed:
         cause = failed.__cause__
         detail = failed.detail or (str(cause) if isinstance(cause, SettingsError) else "")
         code = "model_unknown" if isinstance(cause, ModelUnknown) else failed.code
         raise LaunchError(code, detail) from None
     except Exception:  # noqa: BLE001 - a bug in startup: said in one line, never a traceback
-        from magi_code import debug
-
         debug.absorbed("mission control startup")
         detail = "an internal error (MC_DEBUG_STDERR=1 shows it)"
         raise LaunchError("startup_failed", detail) from None
@@ -128,7 +151,7 @@ def startup(
     return admitted, len(pruned)
 
 
-@dataclass
+@record(frozen=False)
 class Tally:
     """Token counts from provider usage: the current turn, the session, the last request."""
 
@@ -149,7 +172,7 @@ class Tally:
         self.turn_input = self.turn_output = 0
 
 
-@dataclass(frozen=True)
+@record
 class StoredRow:
     """One session as the resume picker shows it."""
 
@@ -161,17 +184,22 @@ class StoredRow:
     here: bool  # started in this workspace
 
 
-@dataclass(frozen=True)
+@record
 class HistoryEntry:
+    """One entry of the stored history as the screen draws it; kind `ended` says how a run
+    that did not complete ended (text: its outcome)."""
+
     kind: str
     text: str
     partial: bool
+    error_code: str | None = None
 
 
-@dataclass
+@record(frozen=False)
 class Approval:
     """One approval as the face shows it; `answer`, `allow_session` and `deny_with` (a denial
-    with the person's note for the model) decide it."""
+    with the person's note for the model) decide it. `activity_id`: the call that asks (its
+    card waits meanwhile), "" when none is known."""
 
     approval_id: str
     summary: str
@@ -180,6 +208,7 @@ class Approval:
     answer: Callable[[bool], bool]
     allow_session: Callable[[], bool]
     deny_with: Callable[[str], bool] = lambda note: False
+    activity_id: str = ""
 
 
 class Face(Emitter, Protocol):
@@ -187,9 +216,13 @@ class Face(Emitter, Protocol):
     def usage(self, tally: Tally) -> None: ...
     def reasoning(self, text: str) -> None: ...
     def tool_output(self, output: str | None, preview: Preview | None) -> None: ...
+    def plan(self, update: PlanUpdate | None) -> None: ...  # the checklist, redrawn
+    def progress(self, event: ToolProgress) -> None: ...  # on the running call's card
+    def live_output(self, event: ToolOutputDelta) -> None: ...  # on the running call's card
+    async def elicit(self, form: "Form") -> "Answer": ...  # an MCP server's question
 
 
-@dataclass
+@record(frozen=False)
 class Driver:
     admitted: Admitted
     expiry_ms: int | None = None  # a person answers: no automatic denial
@@ -220,8 +253,6 @@ class Driver:
         if model is None:
             raise LaunchError("model_unknown", "the provider names no default model")
         if not self.available(provider, model):
-            from magi_code.providers.known_models import refusal
-
             said = refusal(provider, providers[provider], model, self.admitted.paths.home)
             raise LaunchError("model_unknown", said or "")
         self.provider, self.model = provider, model
@@ -230,8 +261,6 @@ class Driver:
 
     def efforts(self) -> tuple[str, ...]:
         """The reasoning efforts the selected provider's wire carries (none for the rest)."""
-        from magi_code.providers.registry import ConfigurationInvalid, wire_api
-
         conf = self.admitted.settings.get("providers", {}).get(self.provider)
         try:
             wire = wire_api(self.provider, conf) if isinstance(conf, dict) else None
@@ -259,8 +288,6 @@ class Driver:
 
     def available(self, provider: str, model: str) -> bool:
         """The one rule for a model name (providers/known_models.py), as startup applies it."""
-        from magi_code.providers.known_models import refusal
-
         conf = self.admitted.settings.get("providers", {}).get(provider)
         home = self.admitted.paths.home
         return isinstance(conf, dict) and refusal(provider, conf, model, home) is None
@@ -268,9 +295,6 @@ class Driver:
     def models(self) -> dict[str, list[str]]:
         """The models of each provider in use, as `magi-code models` lists them (configured,
         the built-in catalog's, those discovered and cached; no request)."""
-        from magi_code.config.credentials import CredentialStore
-        from magi_code.providers.catalog import offered_models
-
         providers = self.admitted.settings.get("providers", {})
         home = self.admitted.paths.home
         return offered_models(
@@ -296,16 +320,24 @@ class Driver:
 
     def fork(self) -> str | None:
         """A new session holding a copy of the attached one's conversation so far (every
-        record after its header), attached in its place; the original stays as it was.
-        None when there is nothing to copy yet; raises SessionError or OSError."""
+        record after its header) and its workspace checkpoints (so it can rewind to the turns
+        before the fork too), attached in its place; the original stays as it was. None when
+        there is nothing to copy yet; raises SessionError or OSError."""
         original = self.attachment
         if original is None or not original.durable:
             return None
         copied = list(original.records())[1:]
         selection = Selection(self.provider, self.model, self.thinking)
         forked = self.store.create(self.admitted.cwd, selection)
-        for number, record in enumerate(copied, 1):
-            kept = {key: value for key, value in record.items() if key != "session_id"}
+        checkpoints = self.store.checkpoints_of(forked.session_id)
+        try:  # before the first record: a failure leaves no trace of the fork
+            self.checkpoints(original.session_id).fork(checkpoints)
+        except OSError:
+            shutil.rmtree(checkpoints, ignore_errors=True)
+            forked.close()
+            raise
+        for number, stored in enumerate(copied, 1):
+            kept = {key: value for key, value in stored.items() if key != "session_id"}
             forked.append(kept, fsync=number == len(copied))
         self.close_session()
         self.attachment = forked
@@ -327,18 +359,41 @@ class Driver:
             self.provider, self.model = saved.provider, saved.model
         if saved is not None:
             self.thinking = saved.thinking
-        self.tally = Tally(context=self.history_tokens(attachment))
+        self.tally = self.stored_tally(attachment)
         return notices
+
+    def stored_tally(self, attachment: Attachment) -> Tally:
+        """The session's token totals and context as they stood when it was left (its runs'
+        stored usage, sessions/usage.py); the context estimated where nothing says it."""
+        try:
+            stored = stored_usage(attachment.records())
+        except (OSError, SessionError):
+            stored = StoredUsage()
+        context = self.history_tokens(attachment) if stored.context is None else stored.context
+        return Tally(
+            session_input=stored.input_tokens, session_output=stored.output_tokens, context=context
+        )
 
     def history_tokens(self, attachment: Attachment) -> int:
         """What the stored conversation weighs in the next request, estimated as compaction
         estimates it without a usage figure (bytes / 4): the status line's context share."""
-        from magi_code.runner.compaction import estimate_tokens
-
         try:
             return estimate_tokens(SessionJournal(attachment).replay(), None, 0)
         except (OSError, SessionError):
             return 0
+
+    def rewinder(self) -> Rewinder | None:
+        """Rewind for the attached session (rewind.py); None before it has one. Its walks
+        see the workspace as the turns' checkpoints do (the tools' environment)."""
+        if self.attachment is None:
+            return None
+        return Rewinder(self.attachment, self.checkpoints(self.attachment.session_id))
+
+    def checkpoints(self, session_id: str) -> CheckpointStore:
+        """A session's workspace checkpoints, walked as the turns walk the workspace (the
+        tools' environment)."""
+        directory = self.store.checkpoints_of(session_id)
+        return CheckpointStore(directory, Path(self.admitted.cwd), parts(self.admitted).env)
 
     def store_has(self, session_id: str) -> bool:
         try:
@@ -354,12 +409,10 @@ class Driver:
             self.attachment.close()
             self.attachment = None
 
-    async def session_agents(self, attachment: Attachment) -> "SessionAgents | None":
+    async def session_agents(self, attachment: Attachment) -> SessionAgents | None:
         """The session's melchior and children, opened on its first turn in a worker thread
         (melchior boots meanwhile; the screen stays live). None when they cannot be."""
         if self.agents is None:
-            from magi_code.runner.agents import SessionAgents
-
             try:
                 self.agents = await anyio.to_thread.run_sync(
                     SessionAgents.open, self.admitted, attachment
@@ -410,13 +463,20 @@ class Driver:
         return latest_for(self.store.directory, self.admitted.cwd)
 
     def history(self) -> list[HistoryEntry]:
-        """The attached session's projected history, parts joined into entries."""
+        """The attached session's projected history, parts joined into entries, each run that
+        did not complete followed by how it ended, where the live screen said so. From a
+        snapshot taken now: the one taken at open is stale once anything was appended since
+        (choosing a model on the command line appends the selection). Not during a turn."""
         if self.attachment is None:
             return []
-        snapshot = self.attachment.history
+        snapshot = self.attachment.snapshot()
+        endings: dict[int, list[Ending]] = {}
+        for ending in snapshot.endings:
+            endings.setdefault(ending.after, []).append(ending)
         entries: list[HistoryEntry] = []
         texts: dict[str, list[str]] = {}
         cursor: str | None = None
+        projected = 0  # entries of the projection so far (endings are none of them)
         while True:
             page = snapshot.page(snapshot.revision, cursor)
             for part in page.entries:
@@ -424,9 +484,39 @@ class Driver:
                 if part["last_part"]:
                     text = "".join(texts.pop(part["message_id"]))
                     entries.append(HistoryEntry(part["kind"], text, part["partial"]))
+                    entries += [
+                        HistoryEntry("ended", e.outcome, False, e.error_code)
+                        for e in endings.get(projected, ())
+                    ]
+                    projected += 1
             cursor = page.next_cursor
             if cursor is None:
                 return entries
+
+    def latest_plan(self) -> PlanUpdate | None:
+        """The plan the attached session's last completed `update_plan` call set (its stored
+        arguments), as the checklist shows it; None when it set none. A call of a turn a
+        rewind dropped no longer counts: the plan is the one of where the conversation is."""
+        attachment = self.attachment
+        if attachment is None or not attachment.durable:
+            return None
+        plans: dict[str, object] = {}  # run_id -> the arguments of its last plan, last set last
+
+        def noting_plans() -> Iterator[Mapping[str, object]]:
+            for stored in attachment.records():
+                kind, name, state = stored.get("type"), stored.get("name"), stored.get("state")
+                if (kind, name, state) == ("tool", "update_plan", "completed"):
+                    plans.pop(stored["run_id"], None)
+                    plans[stored["run_id"]] = stored.get("arguments")
+                yield stored
+
+        try:
+            rewound = rewound_runs(noting_plans())  # one pass over the file
+        except (OSError, SessionError):
+            return None
+        kept = [arguments for run, arguments in plans.items() if run not in rewound]
+        arguments = kept[-1] if kept else None
+        return stored_plan(arguments) if isinstance(arguments, str) else None
 
     def prompt_history(self) -> list[str]:
         """Prompts of this workspace's sessions, oldest first, at most INPUT_HISTORY_PROMPTS."""
@@ -466,6 +556,7 @@ class Driver:
             setup.provider = ObservedProvider(setup.provider, observer)
             setup.tools = {name: ObservedTool(t, observer) for name, t in setup.tools.items()}
             setup.policy = FacePolicy.over(setup.policy, self.grants)
+            setup.elicit = face.elicit  # a person is here to answer MCP servers' questions
 
         agents = await self.session_agents(self.attachment)
         return await start_turn(
@@ -506,16 +597,18 @@ class Driver:
                     lambda allow: broker.answer(approval_id, allow),
                     allow_session,
                     lambda note: broker.answer(approval_id, False, note),
+                    "" if call is None else call.ctx.activity_id,
                 )
             )
 
         broker = ApprovalBroker(announce, expiry_ms=self.expiry_ms)
         return broker
 
-    async def shell(self, command: str) -> ToolOutcome:
+    async def shell(self, command: str, live: Callable[[str], None]) -> ToolOutcome:
         """`!command`: the person's own command, run as they would at their shell (their
         environment, the workspace as its folder, no sandbox, no approval: the model did not
-        ask for it). The tail of its output waits in `own_context` for the next prompt."""
+        ask for it). What it prints goes to `live` as it arrives; the tail of its output
+        waits in `own_context` for the next prompt."""
         env = dict(self.admitted.env)
         process = await anyio.open_process(
             [env.get("SHELL") or "/bin/sh", "-c", command],
@@ -526,9 +619,11 @@ class Driver:
             start_new_session=True,
         )
         tail = bytearray()
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
         try:
             assert process.stdout is not None
             async for chunk in process.stdout:
+                live(decoder.decode(chunk))
                 tail += chunk
                 del tail[: max(0, len(tail) - OWN_COMMAND_BYTES)]
             code = await process.wait()
@@ -575,11 +670,13 @@ class Driver:
         try:
             compacted = await turn.compact(items, focus)
         finally:
-            turn.record("run_finished", outcome="completed", error_code=None)
+            turn.record("run_finished", outcome="completed", error_code=None, **turn.stored_usage())
             broker.deny_all()
+        self.tally.session_input += turn.spent.input_tokens
+        self.tally.session_output += turn.spent.output_tokens
         if compacted is items:
             return "Nothing was compacted."
-        self.tally.context = 0
+        self.tally.context = self.history_tokens(attachment)  # the summary and what follows
         return f"Compacted {len(items) - len(compacted) + 1} earlier items into a summary."
 
     async def diff(self) -> tuple[str, list[str]] | None:
@@ -607,9 +704,62 @@ class Driver:
             return None
         return done.stdout[: DIFF_BYTES + 1].decode("utf-8", "replace")
 
-    def mcp_servers(self) -> list[str]:
+    # ---- MCP -------------------------------------------------------------------------------
+
+    def mcp_states(self) -> list[ServerState]:
+        """Each configured MCP server's state now: the manager's for the enabled ones (those
+        left out at startup `failed`), `disabled` for the rest."""
+        manager = self.admitted.mcp
+        states = manager.states() if manager is not None else []
+        known = {state.name for state in states}
         servers = self.admitted.settings.get("mcp", {}).get("servers", {})
-        return sorted(n for n, s in servers.items() if isinstance(s, dict) and s.get("enabled"))
+        states += [ServerState(name, "disabled") for name in servers if name not in known]
+        return sorted(states, key=lambda state: state.name)
+
+    async def reconnect_mcp(self, name: str) -> str:
+        """`/mcp reconnect NAME`: the server connected afresh (in a worker thread, at most
+        CONNECT_S); what happened, for the screen."""
+        servers = self.admitted.settings.get("mcp", {}).get("servers", {})
+        manager = self.admitted.mcp
+        if name not in servers:
+            return f"No MCP server is named {name!r}: /mcp lists them."
+        if manager is None or name not in manager.servers:
+            return f"{name} is disabled in the settings: set `enabled = true`, then restart."
+        why = await anyio.to_thread.run_sync(manager.reconnect, name)
+        if why is None:
+            return f"Reconnected {name}."
+        return f"{name} failed to connect: {why}"
+
+    def prompt_commands(self) -> dict[str, "PromptCommand"]:
+        """The connected MCP servers' prompts, by command name (mcp/prompts.py)."""
+        if self.admitted.mcp is None:
+            return {}
+        # The SDK's types (a third of a second) load only with servers connected: the launch.
+        from magi_code.mcp.prompts import prompt_commands
+
+        return prompt_commands(self.admitted.mcp.prompts())
+
+    async def expand_prompt(self, name: str, argument: str) -> tuple[str, tuple[ImagePart, ...]]:
+        """What `/NAME argument` sends: the MCP prompt's messages; raises NotSent."""
+        from magi_code.mcp.prompts import expand
+
+        command = self.prompt_commands().get(name)
+        if command is None or self.admitted.mcp is None:
+            raise NotSent(f"/{name} is no longer offered by its MCP server: /mcp lists them.")
+        return await anyio.to_thread.run_sync(
+            expand, self.admitted.mcp, command, argument, abandon_on_cancel=True
+        )
+
+    async def with_mentions(
+        self, prompt: str, images_before: int
+    ) -> tuple[str, tuple[ImagePart, ...]]:
+        """The prompt with the MCP resources it mentions (`@SERVER:URI`, mcp/mentions.py)
+        attached; raises NotSent."""
+        if not mentioned(prompt):
+            return prompt, ()
+        return await anyio.to_thread.run_sync(
+            attach, self.admitted.mcp, prompt, images_before, abandon_on_cancel=True
+        )
 
 
 class FaceEmitter:
@@ -626,6 +776,16 @@ class FaceEmitter:
         if isinstance(event, Activity) and event.kind == "tool" and event.state != "started":
             self.face.tool_output(self.observer.output, self.observer.preview)
         await self.face.critical(event)
+
+    async def detail(self, event: DetailEvent) -> None:
+        """Of the detail events, the plan `update_plan` set, a running call's progress and
+        its live output (tool output and usage reach the face through the observer)."""
+        if isinstance(event, PlanUpdate):
+            self.face.plan(event)
+        elif isinstance(event, ToolProgress):
+            self.face.progress(event)
+        elif isinstance(event, ToolOutputDelta):
+            self.face.live_output(event)
 
 
 def call_preview(call: PendingCall) -> Preview | None:
@@ -646,8 +806,6 @@ def call_preview(call: PendingCall) -> Preview | None:
 
 def first_model(provider: str, conf: object) -> str | None:
     """The provider's default model: a preset's, else the first it lists."""
-    from magi_code.providers.known_models import default_model
-
     return default_model(provider, conf) if isinstance(conf, dict) else None
 
 
@@ -681,8 +839,6 @@ def user_prompts(path: Path, session_id: str) -> list[str]:
 
 
 def last_user_id(attachment: Attachment) -> str | None:
-    last = None
-    for record in attachment.records():
-        if record.get("type") == "user":
-            last = str(record.get("message_id"))
-    return last
+    """The last prompt of the conversation as it stands (a rewind may have dropped later ones)."""
+    turns = conversation_turns(attachment.records())
+    return turns[-1].message_id if turns else None

@@ -13,7 +13,6 @@ this run; ChatGPT sign-in itself is left to `magi-code login codex` in a termina
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import ClassVar
 
 from textual.app import App, ComposeResult
@@ -26,7 +25,11 @@ from magi_code.config.credentials import MCP_PREFIX, CredentialsError, Credentia
 from magi_code.config.settings import DEFAULTS
 from magi_code.mission_control.driver import Launch
 from magi_code.providers import known_models
-from magi_code.providers.commands import LOOPBACK
+from magi_code.providers.base import ProviderError, failure_summary
+from magi_code.providers.catalog import fetch_listing
+from magi_code.providers.policy import HttpPolicy
+from magi_code.providers.registry import LOOPBACK
+from magi_code.records import record
 
 URL_PROVIDER = "local"  # the provider name an OpenAI-compatible URL is saved under
 SKIPPED = (
@@ -44,7 +47,7 @@ CHOICES = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class Outcome:
     exit_code: int | None = None  # set: Mission Control stops here with it
     notice: str | None = None  # for Mission Control's first screen
@@ -105,9 +108,7 @@ async def listed_models(
 ) -> list[str]:
     """The server's own list (one attempt, the control-request bounds); ProviderError when it
     gives none."""
-    from magi_code.providers.catalog import fetch_listing
-    from magi_code.providers.client import closing
-    from magi_code.providers.policy import HttpPolicy
+    from magi_code.providers.client import closing  # the HTTP stack: for this listing only
 
     return await closing(fetch_listing(provider_id, conf, store, env, HttpPolicy(attempts=1)))
 
@@ -239,8 +240,6 @@ class FirstRun(App[str | None]):
         models: list[str] = []
         said = ""
         if self.provider in ("ollama", URL_PROVIDER):
-            from magi_code.providers.base import ProviderError, failure_summary
-
             self.ask("Asking the server for its models…")
             try:
                 models = await listed_models(self.provider, self.conf, self.store, self.env)

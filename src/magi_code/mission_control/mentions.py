@@ -1,16 +1,37 @@
-"""`@path` completion: the file mention under the cursor, completed against the workspace.
+"""`@path` mentions of workspace files: the files the `@` picker offers, and Tab's completion
+of the mention under the cursor.
 
-Pure but for one directory listing. Only names inside the workspace are offered, hidden
-ones only when the typed part starts with a dot; a unique match completes fully (a folder
-gets its `/`), several complete to their common prefix.
+The picker's files are what the tools' walk finds (ignore files respected, `.git` skipped,
+symlinked folders never entered), at most MENTION_WALK_ENTRIES entries of it, shallow ones
+first. Tab's completion lists one directory: only names inside the workspace are offered,
+hidden ones only when the typed part starts with a dot; a unique match completes fully (a
+folder gets its `/`), several complete to their common prefix.
 """
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
+
+from magi_code.limits import MENTION_WALK_ENTRIES
+from magi_code.tools.walk import GIT_ENV, Walk
 
 MENTION = re.compile(r"(?:^|\s)@([^\s@]*)$")
 LISTED = 500  # entries of one directory looked at
+
+
+def workspace_files(workspace: Path, env: Mapping[str, str]) -> list[str]:
+    """The workspace's files as POSIX paths relative to it; `env` holds where git's global
+    excludes file is found (walk.GIT_ENV)."""
+    walk = Walk(workspace, ignores={name: env[name] for name in GIT_ENV if name in env})
+    found = []
+    for relative, entry in walk.entries():
+        if walk.visited > MENTION_WALK_ENTRIES:
+            break
+        if not entry.is_dir(follow_symlinks=False):
+            found.append(relative)
+    found.sort(key=lambda relative: (relative.count("/"), relative))
+    return found
 
 
 def complete(before_cursor: str, workspace: Path) -> str | None:

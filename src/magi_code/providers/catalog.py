@@ -18,7 +18,6 @@ import os
 import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urljoin
 
@@ -26,7 +25,9 @@ from magi_code import untrusted_json
 from magi_code.config.credentials import CredentialsError, CredentialStore
 from magi_code.limits import DISCOVERY_CACHE_S
 from magi_code.providers import known_models
+from magi_code.providers.anthropic import API_VERSION
 from magi_code.providers.base import ProviderError, failure_detail, failure_summary
+from magi_code.providers.codex import CodexAuth, auth_settings
 from magi_code.providers.failures import Advice
 from magi_code.providers.known_models import CACHE_FILE as CACHE_FILE
 from magi_code.providers.known_models import cached_models
@@ -41,9 +42,10 @@ from magi_code.providers.registry import (
     wire_api,
 )
 from magi_code.providers.requests import control_request, status_error
+from magi_code.records import field, record
 
 
-@dataclass(frozen=True)
+@record
 class Catalog:
     cards: list[dict[str, object]]
     failed: list[str]
@@ -87,8 +89,6 @@ async def _headers(
     policy: HttpPolicy,
 ) -> dict[str, str]:
     if wire == "codex":
-        from magi_code.providers.codex import CodexAuth, auth_settings
-
         token_url, client_id = auth_settings(conf)
         auth = CodexAuth(provider_id, credentials, token_url, client_id, policy)
         tokens = await auth.tokens()
@@ -98,8 +98,6 @@ async def _headers(
         return headers
     key = api_key(provider_id, conf, credentials, env)
     if wire == "anthropic":
-        from magi_code.providers.anthropic import API_VERSION
-
         return {"anthropic-version": API_VERSION, **({"x-api-key": key} if key else {})}
     return {"authorization": f"Bearer {key}"} if key else {}
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from json import dumps as json_dumps
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import quote, urlencode, urlsplit
 
 import anyio
@@ -46,6 +46,7 @@ from magi_code.providers.http1 import (
 )
 from magi_code.providers.origins import Origin, Unprocessed
 from magi_code.providers.pool import Connection
+from magi_code.records import record
 
 if TYPE_CHECKING:
     from magi_code.providers.http2 import Http2Connection, Http2Response
@@ -177,7 +178,8 @@ async def close_clients() -> None:
     await pool.close_idle()
 
 
-class _Request(NamedTuple):
+@record
+class _Request:
     origin: Origin
     method: str
     target: str

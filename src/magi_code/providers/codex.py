@@ -16,6 +16,7 @@ from magi_code.providers.base import ModelRequest, ProviderError, ProviderEvent
 from magi_code.providers.limits import TOKEN_REFRESH_MARGIN_S
 from magi_code.providers.openai_responses import request_body, stream_responses
 from magi_code.providers.policy import HttpPolicy
+from magi_code.providers.registry import ConfigurationInvalid, base_url
 from magi_code.providers.requests import control_request, status_error
 from magi_code.records import field, record
 
@@ -148,8 +149,6 @@ def build(
     policy: HttpPolicy | None,
 ) -> CodexProvider:
     """The registry's row for `codex` (providers/registry.py)."""
-    from magi_code.providers.registry import base_url
-
     url = base_url(conf, "codex")
     policy = policy or HttpPolicy()
     token_url, client_id = auth_settings(conf)
@@ -160,8 +159,6 @@ def build(
 
 def auth_settings(conf: Mapping[str, object]) -> tuple[str, str]:
     """The sign-in's token URL and client id: the provider's own, else the Codex CLI's."""
-    from magi_code.providers.registry import ConfigurationInvalid
-
     token_url = conf.get("token_url", DEFAULT_TOKEN_URL)
     client_id = conf.get("client_id", DEFAULT_CLIENT_ID)
     if not isinstance(token_url, str) or not isinstance(client_id, str):

@@ -20,9 +20,9 @@ from magi_code.config.credentials import CredentialsError, CredentialStore
 from magi_code.config.settings import DEFAULTS
 from magi_code.providers.catalog import build_catalog
 from magi_code.providers.client import closing
+from magi_code.providers.registry import LOOPBACK
 from magi_code.providers.signin import DEFAULT_CALLBACK_PORT, Endpoints, SignInFailed, sign_in
 
-LOOPBACK = ("127.0.0.1", "localhost", "[::1]")  # hosts whose servers may run keyless
 SHOWN_CHARS = 60  # a provider name or URL from the settings, as listed
 
 

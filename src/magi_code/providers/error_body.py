@@ -9,8 +9,11 @@ breaks become spaces), then cut to PROVIDER_MESSAGE_CHARS. It goes to a person's
 (`base.failure_detail`), never onto a protocol wire.
 """
 
+import unicodedata
+
 from magi_code import untrusted_json
 from magi_code.providers.limits import PROVIDER_MESSAGE_CHARS
+from magi_code.redact import redact
 
 # Where an error body keeps its message, in the order looked at; a value that is a table is
 # looked into the same way (OpenAI's and Anthropic's `{"error": {"message": ...}}`).
@@ -47,10 +50,6 @@ def _message(value: object, depth: int) -> str | None:
 def cleaned(text: str) -> str:
     """`text` for a terminal: words joined by single spaces, no control or format character
     left, redacted, at most PROVIDER_MESSAGE_CHARS ("…" ends a cut one)."""
-    import unicodedata
-
-    from magi_code.redact import redact
-
     words = ("".join(c for c in word if unicodedata.category(c)[0] != "C") for word in text.split())
     joined = redact(" ".join(word for word in words if word))
     if len(joined) <= PROVIDER_MESSAGE_CHARS:

@@ -11,17 +11,19 @@ after the prompt is round 0, the call after its tool results round 1, ...). A ro
      "tools": [{"name": "read_file", "arguments": {"path": "x"}}],
      "hang": true,                           # after the deltas, wait until cancelled
      "error": "server_error",                # fail the call with that ProviderError code
+     "stop": "refused",                      # end the answer with that stop (StopReason)
      "times": 600}                           # this round stands for 600 identical rounds
 
 Once the script is exhausted, a call answers "done.". A malformed script fails the call with
-`refused`, as a real provider refuses a request it cannot parse.
+`refused`, as a real provider refuses a request it cannot parse. A call that ends reports a
+usage figure: its request's characters / 4 in, its reply's (every delta of it) / 4 out.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, cast, get_args
 
 from magi_code.prefixes import Prefix
 from magi_code.providers.base import (
@@ -32,6 +34,7 @@ from magi_code.providers.base import (
     ProviderErrorCode,
     ProviderEvent,
     ReasoningSummary,
+    StopReason,
     TextDelta,
     ToolCall,
     ToolCallDone,
@@ -129,6 +132,8 @@ class FixtureProvider:
             step = script[index] if index < len(script) else {"text": "done."}
         if "error" in step:
             raise ProviderError(cast(ProviderErrorCode, step["error"]), retryable=False)
+        if step.get("stop") not in (None, *get_args(StopReason)):
+            raise ProviderError("refused")  # a script naming no stop, as for any malformed one
         if "reasoning" in step:
             yield ReasoningSummary(item_id=f"rs{index}", text=str(step["reasoning"]))
         text = str(step.get("text", ""))
@@ -152,8 +157,9 @@ class FixtureProvider:
         if step.get("hang"):
             await anyio.sleep_forever()
         input_chars = self._request_chars(request.items)
-        yield Usage(input_tokens=input_chars // 4, output_tokens=len(text) // 4)
-        yield Completed("tool_use" if step.get("tools") else "end_turn")
+        output_chars = sum(map(len, pieces))  # a `repeat` reply is all its deltas
+        yield Usage(input_tokens=input_chars // 4, output_tokens=output_chars // 4)
+        yield Completed(step.get("stop") or ("tool_use" if step.get("tools") else "end_turn"))
 
 
 def build(

@@ -13,6 +13,7 @@ are the pool's to see: `connections.take`).
 from __future__ import annotations
 
 from magi_code.providers.limits import CHUNK_LINE_BYTES, INFORMATIONAL_HEADS, RESPONSE_HEAD_BYTES
+from magi_code.records import record
 
 # RFC 9110's tchar: what a token (a method, a header name) is made of.
 _TCHAR = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -24,22 +25,19 @@ class ProtocolError(Exception):
     """The peer broke HTTP/1.1 framing, or a request header is not sendable."""
 
 
+@record
 class Head:
     """A response's status and headers (names lower-cased, values latin-1, in order)."""
 
-    __slots__ = ("headers", "status")
-
-    def __init__(self, status: int, headers: list[tuple[str, str]]) -> None:
-        self.status, self.headers = status, headers
+    status: int
+    headers: list[tuple[str, str]]
 
 
+@record
 class Marker:
     """A reader's event that carries nothing: `END` or `NEED_DATA`."""
 
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
+    name: str
 
     def __repr__(self) -> str:
         return self.name

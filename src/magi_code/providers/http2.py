@@ -45,6 +45,7 @@ from magi_code.providers.http1 import Head
 from magi_code.providers.limits import GOODBYE_S, INFORMATIONAL_HEADS, RESPONSE_HEAD_BYTES
 from magi_code.providers.network import explained
 from magi_code.providers.origins import Unprocessed
+from magi_code.records import field, record
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
@@ -63,17 +64,16 @@ _CONNECTION_FIELDS = frozenset(
 )
 
 
+@record(frozen=False)
 class _Stream:
     """What one request's stream received so far."""
 
-    __slots__ = ("chunks", "ended", "failure", "head", "informational")
-
-    def __init__(self) -> None:
-        self.head: Head | None = None
-        self.informational = 0  # 1xx heads before the head
-        self.chunks: deque[tuple[bytes, int]] = deque()  # data, its flow-controlled length
-        self.ended = False
-        self.failure: OSError | None = None
+    head: Head | None = None
+    informational: int = 0  # 1xx heads before the head
+    # data, its flow-controlled length
+    chunks: deque[tuple[bytes, int]] = field(default_factory=deque)
+    ended: bool = False
+    failure: OSError | None = None
 
 
 class Http2Connection:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 
 from magi_code.config.settings import SettingsError
+from magi_code.records import field, record
 
 TYPE_CHECKING = False  # this module is read at startup, on the way to the initialize result
 if TYPE_CHECKING:
@@ -55,21 +56,20 @@ class NetworkFailure(OSError):
         self.summary, self.retryable = summary, retryable
 
 
+@record
 class Proxy:
     """One proxy: how it is reached (`scheme` "http" or "https", `host`, `port`), the
     `Proxy-Authorization` value its URL's user info makes (or None), the URL as written (a
-    scheme added; for a client of its own) and the `setting` that named it."""
+    scheme added; for a client of its own) and the `setting` that named it. Its repr shows
+    neither the credentials nor the URL that holds them; two are equal when their URL and
+    setting are (the rest is read from the URL)."""
 
-    __slots__ = ("authorization", "host", "port", "scheme", "setting", "url")
-
-    def __init__(
-        self, url: str, scheme: str, host: str, port: int, authorization: str | None, setting: str
-    ) -> None:
-        self.url, self.scheme, self.host, self.port = url, scheme, host, port
-        self.authorization, self.setting = authorization, setting
-
-    def __repr__(self) -> str:  # never the credentials, nor the URL that holds them
-        return f"Proxy({self.scheme}, {self.host!r}, {self.port}, from {self.setting})"
+    url: str = field(repr=False)
+    scheme: str
+    host: str
+    port: int
+    authorization: str | None = field(repr=False)
+    setting: str
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Proxy) and (self.url, self.setting) == (other.url, other.setting)
@@ -78,28 +78,24 @@ class Proxy:
         return hash((self.url, self.setting))
 
 
+@record
 class Certificates:
     """What TLS loads beyond the built-in roots (None: nothing): the environment's
     `SSL_CERT_FILE` and `SSL_CERT_DIR`, and `[network] ca_bundle`, `client_cert` and
     `client_key`. Equal choices load one context."""
 
-    __slots__ = ("ca_bundle", "ca_dir", "ca_file", "client_cert", "client_key")
+    ca_file: str | None
+    ca_dir: str | None
+    ca_bundle: str | None
+    client_cert: str | None
+    client_key: str | None
 
-    def __init__(self, table: Mapping[str, object], env: Mapping[str, str]) -> None:
-        self.ca_file = env.get("SSL_CERT_FILE") or None
-        self.ca_dir = env.get("SSL_CERT_DIR") or None
-        self.ca_bundle, self.client_cert, self.client_key = (
-            _path(table.get(k)) for k in _PATH_KEYS
-        )
-
-    def key(self) -> tuple[str | None, ...]:
-        return (self.ca_file, self.ca_dir, self.ca_bundle, self.client_cert, self.client_key)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Certificates) and self.key() == other.key()
-
-    def __hash__(self) -> int:
-        return hash(self.key())
+    @classmethod
+    def of(cls, table: Mapping[str, object], env: Mapping[str, str]) -> Certificates:
+        """The choice the `[network]` table and the environment make."""
+        ca_bundle, client_cert, client_key = (_path(table.get(k)) for k in _PATH_KEYS)
+        ca_file, ca_dir = env.get("SSL_CERT_FILE") or None, env.get("SSL_CERT_DIR") or None
+        return cls(ca_file, ca_dir, ca_bundle, client_cert, client_key)
 
 
 class Network:
@@ -115,7 +111,7 @@ class Network:
         self._no_proxy = env.get("no_proxy") or env.get("NO_PROXY") or ""
         self._cgi = "REQUEST_METHOD" in env
         self._parsed: dict[tuple[str, str], Proxy | None] = {}
-        self.certificates = Certificates(table, env)
+        self.certificates = Certificates.of(table, env)
 
     def proxy_for(self, scheme: str, host: str, port: int) -> Proxy | None:
         """The proxy a request to `scheme://host:port` goes through (`host` as connected to:

@@ -1,10 +1,11 @@
 """What a provider connection is to (`Origin`), and the one failure that makes a request worth a
 new connection (`Unprocessed`): shared by the pool and the HTTP/2 connection, below both."""
 
-from typing import NamedTuple
+from magi_code.records import record
 
 
-class Origin(NamedTuple):
+@record
+class Origin:
     scheme: str  # "http" or "https"
     host: str  # as connected to and checked against the certificate (IDNA, no brackets)
     port: int

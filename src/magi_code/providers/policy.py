@@ -4,6 +4,7 @@ imported here. Tests inject short bounds. Pure: no I/O.
 """
 
 from collections.abc import Awaitable, Callable
+from random import random
 
 import anyio
 
@@ -35,8 +36,6 @@ def default_is_overflow(body: str) -> bool:
 
 
 def _uniform() -> float:
-    from random import random
-
     return random()
 
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Mapping
 
 from magi_code.errors import MagiError
+from magi_code.records import record
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:  # readiness runs on the path to `initialize`: the HTTP layer is not loaded
@@ -31,15 +32,15 @@ if TYPE_CHECKING:  # readiness runs on the path to `initialize`: the HTTP layer 
     ReadinessCode = Literal["configuration_invalid", "provider_unavailable"]
 
 
+@record
 class Wire:
     """One row of the dispatch table: the module whose `build(provider_id, conf, credentials,
     env, policy)` makes the provider, its default base URL, and what readiness asks for:
     "api_key" (a key, or a loopback URL), "oauth" (Codex tokens) or None (nothing)."""
 
-    __slots__ = ("credential", "default_url", "module")
-
-    def __init__(self, module: str, default_url: str | None, credential: str | None) -> None:
-        self.module, self.default_url, self.credential = module, default_url, credential
+    module: str
+    default_url: str | None
+    credential: str | None
 
 
 _OPENAI = "https://api.openai.com/v1"
@@ -53,7 +54,7 @@ WIRES = {
 WIRE_APIS = tuple(WIRES)
 
 # Compatible local servers need no key; a provider whose base_url is loopback may run keyless.
-_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 
 class ConfigurationInvalid(MagiError):
@@ -156,7 +157,7 @@ def scoped_credentials(
 
 def _keyless_ok(url: str) -> bool:
     rest = url.split("://", 1)[1]
-    return rest.startswith(_LOOPBACK_HOSTS)
+    return rest.startswith(LOOPBACK)
 
 
 def tokens_ready(tokens: OAuthTokens | None, now: float) -> bool:

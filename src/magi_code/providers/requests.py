@@ -32,6 +32,9 @@ a response body, a credential, or a URL's query or user info. Requests go throug
 
 from __future__ import annotations
 
+import email.utils
+import logging
+import math
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING
@@ -40,6 +43,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from magi_code.providers.base import ProviderError, ProviderErrorCode
+from magi_code.providers.error_body import provider_message
 from magi_code.providers.limits import (
     STREAM_DRAIN_BYTES,
     STREAM_DRAIN_S,
@@ -125,7 +129,6 @@ def status_error(
         code, retryable = "context_overflow", False
     else:
         code, retryable = "refused", False
-    from magi_code.providers.error_body import provider_message
 
     said = provider_message(body.text)
     return ProviderError(
@@ -136,8 +139,6 @@ def status_error(
 def retry_after_s(headers: Mapping[str, str], now: float | None = None) -> float | None:
     """The delay an answer asks for, in seconds: `retry-after-ms`, else `retry-after` (seconds,
     or an HTTP date); None if it asks for none (or for one that is no finite number)."""
-    import math
-
     milliseconds = _number(headers.get("retry-after-ms"))
     if milliseconds is not None:
         return milliseconds / 1000
@@ -147,7 +148,6 @@ def retry_after_s(headers: Mapping[str, str], now: float | None = None) -> float
     seconds = _number(value)
     if seconds is not None:
         return seconds
-    import email.utils
 
     try:
         when = email.utils.parsedate_to_datetime(value)
@@ -159,8 +159,6 @@ def retry_after_s(headers: Mapping[str, str], now: float | None = None) -> float
 
 def _number(value: str | None) -> float | None:
     """A header's non-negative finite number (a negative one is 0); None for anything else."""
-    import math
-
     if value is None:
         return None
     try:
@@ -198,8 +196,6 @@ def asked_to_wait(error: ProviderError, delay_s: float, policy: HttpPolicy) -> P
 
 def _duration(seconds: float) -> str:
     """`seconds` rounded up, in seconds, minutes or hours."""
-    import math
-
     whole = math.ceil(seconds)
     if whole < 120:
         return f"{whole} s"
@@ -385,7 +381,5 @@ def _unreached(failure: TransportError) -> ProviderError:
 
 
 def _diagnose(url: str, error: ProviderError, attempt: int) -> None:
-    import logging
-
     log = logging.getLogger("magi_code.providers")
     log.warning("provider request to %s failed: %s (attempt %d)", safe_url(url), error, attempt)

@@ -10,8 +10,8 @@ import hashlib
 import secrets
 import sys
 import time
+import webbrowser
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -26,6 +26,7 @@ from magi_code.providers.codex import DEFAULT_CLIENT_ID, DEFAULT_TOKEN_URL, acco
 from magi_code.providers.limits import DEVICE_POLL_MIN_S, SIGN_IN_WAIT_S
 from magi_code.providers.policy import HttpPolicy
 from magi_code.providers.requests import control_request
+from magi_code.records import record
 
 DEFAULT_AUTHORIZE_URL = "https://auth.openai.com/oauth/authorize"
 DEFAULT_DEVICE_URL = "https://auth.openai.com/oauth/device/code"
@@ -35,7 +36,7 @@ _DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 _REQUEST_HEAD_BYTES = 8192
 
 
-@dataclass(frozen=True)
+@record
 class Endpoints:
     client_id: str = DEFAULT_CLIENT_ID
     token_url: str = DEFAULT_TOKEN_URL
@@ -112,8 +113,6 @@ async def browser_sign_in(
         url = f"{endpoints.authorize_url}?{urlencode(query)}"
         print(f"Sign in at: {url}", file=sys.stderr, flush=True)
         if open_browser:
-            import webbrowser
-
             webbrowser.open(url)
         with anyio.fail_after(wait_s):
             code = await _await_callback(listener, state)

@@ -29,7 +29,7 @@ _LF = 10
 SSEErrorReason = Literal["malformed_utf8", "event_too_large"]
 
 
-class SSEEvent(NamedTuple):
+class SSEEvent(NamedTuple):  # a tuple: `_events` builds the common ones with `tuple.__new__`
     event: str | None
     data: str
     id: str | None

@@ -41,7 +41,7 @@ ALLOWED = frozenset(
     }
 )
 # LC_*: the locale; XDG_*: XDG_RUNTIME_DIR/XDG_STATE_HOME place melchior's sockets and state;
-# MC_* and MAGI_*: MC_HOME, MC_DEBUG_STDERR, MC_NO_LANDLOCK, MAGI_SANDBOX_MODE,
+# MC_* and MAGI_*: MC_HOME, MC_DEBUG_STDERR, MC_NO_LANDLOCK, MC_NO_PID_NAMESPACE, MAGI_SANDBOX_MODE,
 # MAGI_MELCHIOR_* (all but its token, a secret name), MAGI_CODE_* that our own children read.
 ALLOWED_PREFIXES = ("LC_", "XDG_", "MC_", "MAGI_")
 

@@ -2,13 +2,18 @@
 
 Critical events (everything but `MessageDelta`) must reach the face; a face that cannot
 take one within its bound cancels the run with `output_unavailable`. Deltas are best effort.
-Detail events (`ToolOutput`, `TurnUsage`) are no run events: the turn hands them only to a
-face that takes them (runner/turn.py `DetailEmitter`).
+Detail events (`ToolOutput`, `TurnUsage`, and the `PlanUpdate` of tools/plan.py, which
+`update_plan` hands its face, and the `ToolOutputDelta` of tools/live_output.py, what a running
+command prints) are no run events: the turn hands them only to a face that takes them
+(runner/turn.py `DetailEmitter`).
 """
 
 from typing import Literal
 
 from magi_code.records import field, record
+from magi_code.tools.live_output import ToolOutputDelta
+from magi_code.tools.plan import PlanUpdate
+from magi_code.tools.progress import ToolProgress
 
 
 @record
@@ -61,6 +66,9 @@ class Diagnostic:
     # protocol wire (event_data leaves it out): a provider failure as the provider told it,
     # and what to do (providers/base.py `failure_detail`).
     detail: str = field(default="", repr=False)
+    # The model's stop that ended the run (runner/turn.py STOPPED), for a face that names
+    # stops (ACP): the codes alone cannot tell a refusal from a refused request. Never a wire.
+    stop: str | None = field(default=None, repr=False)
 
 
 Outcome = Literal["completed", "cancelled", "failed"]
@@ -85,7 +93,8 @@ RunEvent = (
     | RunFinished
 )
 
-# ---- details: for a face that shows them (`exec --json`), never the local agent's wire ----
+# ---- details: for a face that shows them (exec --json; Mission Control and ACP take the plan),
+# never the local agent's wire ----
 
 
 @record
@@ -105,7 +114,8 @@ class ToolOutput:
 @record
 class TurnUsage:
     """The tokens of the turn's model requests together (none when the provider reported
-    none), and how many requests it made (`rounds`)."""
+    none; a compaction's request counted too), and how many requests it made for its answer
+    (`rounds`, which `[turn] max_rounds` bounds)."""
 
     rounds: int
     input_tokens: int
@@ -113,9 +123,15 @@ class TurnUsage:
     cached_input_tokens: int
 
 
-DetailEvent = ToolOutput | TurnUsage
+DetailEvent = ToolOutput | TurnUsage | PlanUpdate | ToolProgress | ToolOutputDelta
 
-DETAIL_NAMES: dict[type, str] = {ToolOutput: "tool.output", TurnUsage: "turn.usage"}
+DETAIL_NAMES: dict[type, str] = {
+    ToolOutput: "tool.output",
+    TurnUsage: "turn.usage",
+    PlanUpdate: "plan.updated",
+    ToolProgress: "tool.progress",
+    ToolOutputDelta: "tool.output.delta",
+}
 
 EVENT_NAMES: dict[type, str] = {
     InputPersisted: "input.persisted",

@@ -14,7 +14,9 @@ point (they share its list, prefixes.py, so asking costs nothing however long th
 the prompt it names (`keep_from`) with its summary. An `activity` record (a hook run, a Code
 Mode call) is no tool call of the model's: only a hook's `context` is replayed (as user text
 where the hook ran), and a prompt a hook blocked (`drops_prompt`) is taken out. A prompt's and
-a tool result's stored `images` come back with them, as the model was first sent them.
+a tool result's stored `images` come back with them, as the model was first sent them. A
+`rewind` record takes out the prompt it names (`drop_from`) and everything after it, as the
+history projection does.
 """
 
 from collections.abc import Iterable, Mapping
@@ -51,6 +53,8 @@ class Replayer:
             self._append(UserText(peer_text(who, sort, body)))
         elif kind == "compaction":
             self._compact(str(record["text"]), str(record.get("keep_from", "")))
+        elif kind == "rewind":
+            self._rewind(str(record["drop_from"]))
         elif kind == "assistant_chunk":
             segment = _segment(record)
             chunks = self._chunks.setdefault(segment, [])
@@ -96,6 +100,16 @@ class Replayer:
         shift = start - 1
         self._slots = {m: i - shift for m, i in self._slots.items() if i >= start}
         self._prompts = {m: i - shift for m, i in self._prompts.items() if i >= start}
+        self._chunks = {s: c for s, c in self._chunks.items() if s in self._slots}
+
+    def _rewind(self, drop_from: str) -> None:
+        cut = self._prompts.get(drop_from)
+        if cut is None:  # compacted away, or dropped already
+            return
+        self._items.truncate(cut)
+        self._bytes = sum(map(item_bytes, self._items))
+        self._slots = {m: i for m, i in self._slots.items() if i < cut}
+        self._prompts = {m: i for m, i in self._prompts.items() if i < cut}
         self._chunks = {s: c for s, c in self._chunks.items() if s in self._slots}
 
     def _place(self, segment: tuple[str, str], text: str) -> None:

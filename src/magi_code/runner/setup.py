@@ -15,8 +15,10 @@ from magi_code.config.credentials import CredentialStore
 from magi_code.context.loader import Context, offers
 from magi_code.providers.base import Provider
 from magi_code.runner import compaction, environment
+from magi_code.runner.checkpointing import TurnCheckpoints
 from magi_code.runner.startup import Admitted
 from magi_code.runner.turn import TurnSetup
+from magi_code.sessions import SessionStore
 from magi_code.tools.approvals import ApprovalBroker
 from magi_code.tools.base import Tool
 from magi_code.tools.builtin import builtin_tools
@@ -82,6 +84,7 @@ class TurnParts:
         self.hooks = _hooks(admitted.settings.get("hooks"))
         self.providers: dict[str, Provider] = {}
         self._credentials: CredentialStore | None = None
+        self.remote_agents = _remote_agent_tools(admitted)  # kept: each caches its agent card
 
     def provider(self, provider_id: str) -> Provider:
         built = self.providers.get(provider_id)
@@ -103,9 +106,13 @@ class TurnParts:
         return advised(provider_id, conf, built)  # its failures say what to do
 
     def turn_tools(self) -> dict[str, Tool[Any]]:
-        """The built-in tools, and the MCP servers' tools as they are now, that the profile
-        offers."""
+        """The built-in tools, the remote A2A agents' and the MCP servers' tools as they are
+        now, that the profile offers."""
         tools, mcp = self.tools, self.admitted.mcp
+        if self.remote_agents:
+            profile = self.admitted.context.profile
+            remote = {n: t for n, t in self.remote_agents.items() if offers(profile, n)}
+            tools = {**tools, **remote}
         if mcp is not None:
             profile = self.admitted.context.profile
             from magi_code.mcp.tool import mcp_tools
@@ -169,6 +176,12 @@ def turn_setup(
         images=takes_images(provider_id, conf, model),
         web_search=built.web_search,
         max_rounds=admitted.settings.get("turn", {}).get("max_rounds", limits.TURN_MODEL_ROUNDS),
+        checkpoints=TurnCheckpoints(
+            SessionStore(Path(admitted.paths.home)).checkpoints_of(session_id),
+            Path(admitted.cwd),
+            built.env,
+            run_id,
+        ),
     )
 
 
@@ -209,6 +222,18 @@ def context_window(conf: dict[str, object]) -> int:
     if isinstance(window, int) and not isinstance(window, bool) and window > 0:
         return window
     return compaction.DEFAULT_CONTEXT_WINDOW
+
+
+def _remote_agent_tools(admitted: Admitted) -> dict[str, Tool[Any]]:
+    """An `a2a_NAME` tool per `[a2a.agents.NAME]` (startup has checked them); the A2A modules
+    load only when the settings name an agent."""
+    table = admitted.settings.get("a2a")
+    if not isinstance(table, dict) or not table.get("agents"):
+        return {}
+    from magi_code.a2a.agents import remote_agents
+    from magi_code.a2a.remote import remote_agent_tools
+
+    return dict(remote_agent_tools(remote_agents(admitted.settings), admitted.env))
 
 
 def _hooks(table: object) -> "dict[str, tuple[Hook, ...]]":

@@ -24,12 +24,14 @@ from magi_code.config import paths, settings, trust
 from magi_code.context import loader, profiles
 from magi_code.errors import MagiError
 from magi_code.limits import NAME_BYTES
+from magi_code.records import KW_ONLY, field, record
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on the way to the initialize result
 if TYPE_CHECKING:
     import threading
     from typing import Any, Literal
 
+    from magi_code.config.paths import Paths
     from magi_code.context.loader import Context
     from magi_code.mcp.manager import McpManager
 
@@ -52,55 +54,30 @@ class StartupError(MagiError):
         self.detail = detail
 
 
+@record(frozen=False)
 class Admitted:
-    """The one configuration snapshot of a process (read-only by convention)."""
+    """The one configuration snapshot of a process (read-only by convention, but for the
+    turn's parts it builds once). Its repr shows no setting, environment or credential."""
 
-    __slots__ = (
-        "context",
-        "context_id",
-        "credential_providers",
-        "cwd",
-        "dropped",
-        "env",
-        "instructions",
-        "mcp",
-        "model",
-        "parts",
-        "paths",
-        "project",
-        "provider",
-        "settings",
-        "thinking",
-        "trusted",
-    )
-
-    def __init__(
-        self,
-        *,
-        paths: paths.Paths,
-        cwd: str,  # canonical; a plain string so pathlib stays off the path to the init result
-        settings: dict[str, Any],
-        provider: str,
-        model: str,
-        thinking: str | None,
-        instructions: str,
-        context_id: str,
-        env: Mapping[str, str],
-        context: Context,  # the profile, instruction sources, skills and notices
-        mcp: McpManager | None = None,  # connected MCP servers, None when none is enabled
-        trusted: bool = False,  # the workspace is trusted (config/trust.py)
-        dropped: tuple[trust.Dropped, ...] = (),
-        credential_providers: Mapping[str, Any] | None = None,  # None: no credentials at all
-        project: frozenset[str] = frozenset(),  # startup.project_defined: the project's own
-    ) -> None:
-        self.paths, self.cwd, self.settings = paths, cwd, settings
-        self.provider, self.model, self.thinking = provider, model, thinking
-        self.instructions, self.context_id, self.env, self.mcp = instructions, context_id, env, mcp
-        self.context = context
-        self.trusted, self.dropped = trusted, dropped
-        self.credential_providers = credential_providers or {}
-        self.project = project
-        self.parts: Any = None  # runner/setup.py's TurnParts, built on the first turn
+    _: KW_ONLY
+    paths: Paths
+    cwd: str  # canonical; a plain string so pathlib stays off the path to the init result
+    settings: dict[str, Any] = field(repr=False)
+    provider: str
+    model: str
+    thinking: str | None
+    instructions: str = field(repr=False)
+    context_id: str
+    env: Mapping[str, str] = field(repr=False)
+    context: Context = field(repr=False)  # the profile, instruction sources, skills, notices
+    mcp: McpManager | None = None  # connected MCP servers, None when none is enabled
+    trusted: bool = False  # the workspace is trusted (config/trust.py)
+    dropped: tuple[trust.Dropped, ...] = ()
+    # each provider's settings, credentials among them ({}: no credentials at all)
+    credential_providers: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    project: frozenset[str] = frozenset()  # startup.project_defined: the project's own
+    # runner/setup.py's TurnParts, built on the first turn (never passed in)
+    parts: Any = field(default=None, repr=False)
 
     @property
     def notices(self) -> list[str]:
@@ -145,6 +122,7 @@ def admit(
     *,
     agent: str | None = None,  # --agent: the primary profile, over the `agent` setting
     skip_failed_mcp: bool = False,  # an MCP server that fails is left out (`mcp.failed`)
+    elicits: bool = False,  # the face puts MCP servers' questions to a person
 ) -> Admitted:
     """The admitted snapshot; `cancel` (set by shutdown) stops a pending MCP startup."""
     home = paths.resolve_home(env)
@@ -175,10 +153,13 @@ def admit(
     check_sandbox(conf, env)
     check_hooks_and_code_mode(conf)
     check_network(conf, env)
+    check_remote_agents(conf)
     credential_providers = loaded.base["providers"]
     check_provider(conf, where, env, credential_providers)
     project = project_defined(loaded.project)
-    manager = start_mcp(conf, env, canonical_cwd, cancel, where.home, project, skip_failed_mcp)
+    manager = start_mcp(
+        conf, env, canonical_cwd, cancel, where.home, project, skip_failed_mcp, elicits
+    )
     if manager is not None:  # each server's instructions, under its name
         context.add_servers(manager.instructions())
     return Admitted(
@@ -195,7 +176,7 @@ def admit(
         context=context,
         trusted=loaded.trusted,
         dropped=tuple(loaded.warnings()),  # with the keys that are no setting
-        credential_providers=credential_providers,
+        credential_providers=credential_providers or {},
         project=project,
     )
 
@@ -261,6 +242,7 @@ def start_mcp(
     home: str | None = None,
     project: frozenset[str] = frozenset(),
     skip_failed: bool = False,
+    elicits: bool = False,
 ) -> McpManager | None:
     """Connect every enabled, approved server (the SDK loads only then); None when none is.
     A server that fails names itself and why in `detail` (for a terminal, never the wire);
@@ -281,6 +263,7 @@ def start_mcp(
             home=home,
             project_servers={n.removeprefix("mcp.servers.") for n in project if "servers." in n},
             skip_failed=skip_failed,
+            elicits=elicits,
         )
     except McpLoginRequired as exc:
         advice = f"MCP server {exc.server!r} needs a login: run `magi-code mcp login {exc.server}`"
@@ -346,6 +329,20 @@ def check_network(conf: Mapping[str, Any], env: Mapping[str, str]) -> None:
     try:
         network.configure(conf.get("network"), env)
     except settings.SettingsError as exc:
+        raise StartupError("configuration_invalid", str(exc)) from exc
+
+
+def check_remote_agents(conf: Mapping[str, Any]) -> None:
+    """A bad `[a2a.agents.NAME]` table fails startup, saying what to change (a2a/agents.py,
+    loaded only when the settings name an agent)."""
+    table = conf.get("a2a")
+    if not isinstance(table, Mapping) or not table.get("agents"):
+        return
+    from magi_code.a2a.agents import AgentDefinitionError, remote_agents
+
+    try:
+        remote_agents(conf)
+    except AgentDefinitionError as exc:
         raise StartupError("configuration_invalid", str(exc)) from exc
 
 

@@ -37,6 +37,7 @@ import anyio.to_thread
 
 from magi_code import limits
 from magi_code.records import field, record
+from magi_code.runner.checkpointing import READ_ONLY_TOOLS
 from magi_code.runner.events import Activity
 from magi_code.runner.turn import new_id
 from magi_code.tools import args as A
@@ -137,6 +138,16 @@ class Children:
     def stop_all(self) -> None:
         for child in self.running():
             stop(child)
+
+
+def reads_only(profile: Profile) -> bool:
+    """Whether a child of `profile` changes no file: its tool allow-list names only tools that
+    never do (READ_ONLY_TOOLS; a glob might match any), and it runs no Code Mode."""
+    return (
+        profile.tools is not None
+        and all(name in READ_ONLY_TOOLS for name in profile.tools)
+        and profile.code_mode is not True
+    )
 
 
 def stop(child: Child) -> None:
@@ -248,7 +259,9 @@ class AgentTool:
 
     def access(self, args: AgentArgs, ctx: ToolContext) -> Access:
         # The child asks for its own actions, through this session: starting one is a read.
-        return Access("read", (ctx.workspace,))
+        # What it changes in the workspace is this turn's (runner/checkpointing.py).
+        writes = not reads_only(self.profiles[args.profile])
+        return Access("read", (ctx.workspace,), delegated_writes=writes)
 
     def describe(self, args: AgentArgs, ctx: ToolContext) -> str:
         mode = "background subagent" if args.background else "subagent"

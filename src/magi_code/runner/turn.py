@@ -22,11 +22,17 @@ of them (`round_limit`). A run that fails on a bound says which in a diagnostic.
 Stops. An answer the model refused, a content filter stopped, its output limit cut or the
 provider ended incomplete fails the run (`execution_failed`) with a diagnostic whose code is
 that class (`STOPPED`); the text kept, and each tool call of that answer (one maybe cut off)
-named and not run. A face that takes detail events (`DetailEmitter`: exec --json) is handed
-each tool call's output, redacted and bounded, and the turn's usage.
+named and not run. A face that takes detail events (`DetailEmitter`: exec --json, Mission
+Control, ACP) is handed each tool call's output, redacted and bounded, the turn's usage, and
+what a tool hands its context's `detail` sink (the plan `update_plan` sets). The turn's usage
+is also stored, on its `run_finished` record (sessions/records.py), so a face that reopens the
+session can say what it spent.
 
 Hook runs and the calls a `code` program makes through its bridge are activities the model
 did not call: they are `activity` records (runner/hook_runs.py, tools/code_mode.py).
+
+Checkpoints. Before the turn's first call that may write, and once it is over, the workspace
+is checkpointed (`TurnSetup.checkpoints`, runner/checkpointing.py), so a face can rewind it.
 
 Cancellation arrives through `TurnControl.cancel` and is owned here: the loop runs inside
 its own cancel scope, and finalization (partial reply kept, run_finished recorded) is
@@ -71,6 +77,7 @@ from magi_code.providers.tool_arguments import utf8_bytes
 from magi_code.records import field, record, replace
 from magi_code.redact import LiveRedactor, redact
 from magi_code.runner import compaction
+from magi_code.runner.checkpointing import may_change_files
 from magi_code.runner.events import (
     Activity,
     ActivityState,
@@ -86,6 +93,7 @@ from magi_code.runner.events import (
     TurnUsage,
 )
 from magi_code.runner.text import encodable, split_utf8
+from magi_code.sessions.store import utc_now
 from magi_code.tools.approvals import ApprovalBroker, Asked
 from magi_code.tools.base import Access, Bridge, Tool, ToolContext, ToolInputError, ToolOutcome
 from magi_code.tools.host_io import HostIO
@@ -94,6 +102,10 @@ from magi_code.tools.policy import Policy
 from magi_code.tools.summaries import clip_utf8, safe_summary, scrub_surrogates
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from magi_code.mcp.elicitation import Answer, Form
+    from magi_code.runner.checkpointing import TurnCheckpoints
     from magi_code.runner.hook_runs import Fired, HookRunner
     from magi_code.tools.sandbox.modes import Sandbox
 
@@ -150,8 +162,9 @@ class Emitter(Protocol):
 
 @runtime_checkable
 class DetailEmitter(Protocol):
-    """A face that shows detail events (`exec --json`): each tool call's output and the
-    turn's usage. Other faces are never handed them."""
+    """A face that shows detail events: each tool call's output and the turn's usage (exec
+    --json), and the plan `update_plan` set (exec --json, Mission Control, ACP). Other faces
+    (the local agent) are never handed them."""
 
     async def detail(self, event: DetailEvent) -> None: ...  # raises OutputUnavailable
 
@@ -216,6 +229,9 @@ class TurnSetup:
     images: bool = False  # the model takes images (providers/images.py)
     web_search: bool = False  # `[web] search`: offer the provider's own web search
     max_rounds: int = limits.TURN_MODEL_ROUNDS  # model requests per turn (`[turn] max_rounds`)
+    # The face's way to ask the person an MCP server's question (ToolContext.elicit).
+    elicit: "Callable[[Form], Awaitable[Answer]] | None" = None
+    checkpoints: "TurnCheckpoints | None" = None  # the workspace before and after its changes
 
 
 def new_id() -> str:
@@ -247,7 +263,8 @@ class Turn:
         self.activities = 0
         self.segment: Segment | None = None
         self.open_activity: tuple[str, str, str, str] | None = None  # id, call, name, summary
-        self.usage: Usage | None = None
+        self.usage: Usage | None = None  # the last figure since the last compaction
+        self.figure: Usage | None = None  # the last figure of any of the turn's requests
         self.spent = TurnUsage(0, 0, 0, 0)  # the usage of the turn's model requests together
         self.stop: StopReason = "end_turn"  # why the model's last answer ended
         self.details = emit if isinstance(emit, DetailEmitter) else None
@@ -274,6 +291,7 @@ class Turn:
                     "run_id": self.setup.run_id,
                     "message_id": message_id,
                     "text": prompt,
+                    "at": utc_now(),
                     **stored_images(images),
                 },
                 fsync=True,
@@ -303,6 +321,8 @@ class Turn:
         if scope.cancelled_caught:
             outcome, error = "cancelled", self.control.reason
         with anyio.CancelScope(shield=True):
+            if self.setup.checkpoints is not None:
+                self.setup.checkpoints.after_turn()
             finished = await self.finish(outcome, error)
         return finished
 
@@ -394,6 +414,9 @@ class Turn:
             self.persist_chunk()
 
     def spend_usage(self, usage: Usage) -> None:
+        """Count one request's figure in the turn's usage (a compaction's too; `rounds`
+        counts the requests `stream` makes)."""
+        self.figure = usage
         spent = self.spent
         self.spent = TurnUsage(
             spent.rounds,
@@ -477,6 +500,8 @@ class Turn:
                     event = encodable(untrusted)
                     if isinstance(event, TextDelta):
                         parts.append(event.text)
+                    elif isinstance(event, Usage):
+                        self.spend_usage(event)
         except ProviderError:
             parts = []
         summary = "".join(parts).strip()
@@ -495,10 +520,53 @@ class Turn:
     # ---- tools -----------------------------------------------------------------------------
 
     async def call_tool(self, call: ToolCall) -> ToolResult:
+        """A model's tool call: a `tool` activity, recorded as the call it replays as."""
         activity_id = self.next_activity()
-        tool = self.setup.tools.get(call.name)
-        ctx = self.tool_context()
         name = safe_summary(call.name)[:64] or "tool"
+
+        async def opened(summary: str) -> None:
+            await self.start_activity(activity_id, call, name, summary)
+
+        outcome = await self.called(call, activity_id, opened, code_mode=False)
+        return await self.end_activity(outcome, call)
+
+    async def bridged(self, name: str, arguments: str) -> ToolOutcome:
+        """One call a `code` program makes: an activity of its own (not a model tool call),
+        decided by the Code Mode policy."""
+        activity_id = self.next_activity()
+        label = "code:" + (safe_summary(name)[:59] or "tool")
+        said = ""
+
+        async def opened(summary: str) -> None:
+            nonlocal said
+            said = summary
+            await self.side_activity(activity_id, label, "started", summary)
+
+        try:
+            call = ToolCall(activity_id, name, arguments)
+            outcome = await self.called(call, activity_id, opened, code_mode=True)
+        except BaseException:  # a cancel: the activity ends, the cancellation goes on
+            if said:
+                with anyio.CancelScope(shield=True):
+                    await self.side_activity(activity_id, label, "failed", f"interrupted: {said}")
+            raise
+        state = "completed" if outcome.ok else "failed"
+        await self.side_activity(activity_id, label, state, outcome.summary)
+        return outcome
+
+    async def called(
+        self,
+        call: ToolCall,
+        activity_id: str,
+        opened: "Callable[[str], Awaitable[None]]",
+        *,
+        code_mode: bool,
+    ) -> ToolOutcome:
+        """The one path of a call, the model's or a program's: parse, access and describe
+        (bad input is refused, the model told why), open its activity with that summary, then
+        hooks, the permission and the run. A program cannot call `code` itself."""
+        tool = None if code_mode and call.name == "code" else self.setup.tools.get(call.name)
+        ctx = self.tool_context(activity_id)
         try:
             if tool is None:
                 raise ToolInputError("invalid_arguments")
@@ -506,14 +574,11 @@ class Turn:
             access = tool.access(args, ctx)
             summary = safe_summary(tool.describe(args, ctx))
         except ToolInputError as bad:
-            why = f"rejected: {bad.code}"
-            await self.start_activity(activity_id, call, name, why)
-            return await self.end_activity(
-                ToolOutcome(False, json.dumps({"error": why}), why), call
-            )
-        await self.start_activity(activity_id, call, name, summary)
-        outcome = await self.guarded(tool, call, args, access, summary, ctx, code_mode=False)
-        return await self.end_activity(outcome, call)
+            refusal = rejected(bad)
+            await opened(refusal.summary)
+            return refusal
+        await opened(summary)
+        return await self.guarded(tool, call, args, access, summary, ctx, code_mode=code_mode)
 
     async def refuse_oversize(self, stub: ToolCall, size: int) -> ToolResult:
         """A call whose arguments passed ARGUMENTS_BYTES: the model is told to split it; the
@@ -561,6 +626,8 @@ class Turn:
             refusal += f" They said: {note}" if note else ""
             return ToolOutcome(False, refusal, f"denied: {summary}")
         ctx = replace(ctx, permits=partial(allowed_unasked, policy, call.name, ctx.workspace))
+        if self.setup.checkpoints is not None and may_change_files(access):
+            await self.setup.checkpoints.before_change()
         outcome = await self.run_tool(tool, args, ctx)
         if outcome.sandbox_denied:
             outcome = await self.outside_sandbox(tool, call, args, access, summary, ctx, outcome)
@@ -594,36 +661,7 @@ class Turn:
         note = "[ran again outside the sandbox, as the user allowed]\n"
         return ToolOutcome(again.ok, note + again.output, again.summary, images=again.images)
 
-    async def bridged(self, name: str, arguments: str) -> ToolOutcome:
-        """One call a `code` program makes: an activity of its own (not a model tool call),
-        decided by the Code Mode policy."""
-        activity_id = self.next_activity()
-        tool = self.setup.tools.get(name) if name != "code" else None
-        label = "code:" + (safe_summary(name)[:59] or "tool")
-        ctx = self.tool_context()
-        try:
-            if tool is None:
-                raise ToolInputError("invalid_arguments")
-            args = tool.parse(arguments)
-            access = tool.access(args, ctx)
-            summary = safe_summary(tool.describe(args, ctx))
-        except ToolInputError as bad:
-            why = f"rejected: {bad.code}"
-            await self.side_activity(activity_id, label, "failed", why)
-            return ToolOutcome(False, json.dumps({"error": why}), why)
-        await self.side_activity(activity_id, label, "started", summary)
-        try:
-            call = ToolCall(activity_id, name, arguments)
-            outcome = await self.guarded(tool, call, args, access, summary, ctx, code_mode=True)
-        except BaseException:  # a cancel: the activity ends, the cancellation goes on
-            with anyio.CancelScope(shield=True):
-                await self.side_activity(activity_id, label, "failed", f"interrupted: {summary}")
-            raise
-        state = "completed" if outcome.ok else "failed"
-        await self.side_activity(activity_id, label, state, outcome.summary)
-        return outcome
-
-    def tool_context(self) -> ToolContext:
+    def tool_context(self, activity_id: str = "") -> ToolContext:
         bridge = None
         if self.setup.code_policy is not None:
             names = tuple(name for name in self.setup.tools if name != "code")
@@ -633,6 +671,9 @@ class Turn:
             self.setup.env,
             emit=self.emit.critical,
             approve=self.setup.approvals.request,
+            detail=self.details.detail if self.details is not None else None,
+            activity_id=activity_id,
+            elicit=self.setup.elicit,
             bridge=bridge,
             host=self.setup.host_io,
             sandbox=self.setup.sandbox,
@@ -770,7 +811,7 @@ class Turn:
         except OutputUnavailable:
             delivered = False
             outcome, error = "cancelled", "output_unavailable"
-        self.record("run_finished", outcome=outcome, error_code=error)
+        self.record("run_finished", outcome=outcome, error_code=error, **self.stored_usage())
         if self.details is not None and self.spent.rounds and delivered:
             with suppress(OutputUnavailable):
                 await self.details.detail(self.spent)
@@ -790,6 +831,22 @@ class Turn:
                 await self.emit.critical(warning)
         return RunFinished(outcome, persistence, revision, error)  # type: ignore[arg-type]
 
+    def stored_usage(self) -> dict[str, Any]:
+        """The `usage` field of the run's `run_finished` record (sessions/records.py): its
+        tokens and what its last request weighed; none when no request reported a figure."""
+        figure, spent = self.figure, self.spent
+        if figure is None:
+            return {}
+        return {
+            "usage": {
+                "rounds": spent.rounds,
+                "input_tokens": spent.input_tokens,
+                "output_tokens": spent.output_tokens,
+                "cached_input_tokens": spent.cached_input_tokens,
+                "context_tokens": figure.input_tokens + figure.output_tokens,
+            }
+        }
+
 
 def stopped(stop: StopReason, calls: list[ToolCall]) -> Diagnostic | None:
     """What the face is told when the model's answer stopped short (a refusal, a filter, its
@@ -800,7 +857,7 @@ def stopped(stop: StopReason, calls: list[ToolCall]) -> Diagnostic | None:
     if calls:
         names = ", ".join(safe_summary(call.name)[:64] or "tool" for call in calls)
         said += f", in the middle of {len(calls)} tool call(s) ({names}) that did not run"
-    return Diagnostic(code, safe_summary(f"{said}: the run stopped there."))
+    return Diagnostic(code, safe_summary(f"{said}: the run stopped there."), stop=stop)
 
 
 def round_limit(bound: int, calls: list[ToolCall]) -> Diagnostic:
@@ -810,6 +867,14 @@ def round_limit(bound: int, calls: list[ToolCall]) -> Diagnostic:
         "stopped there."
     )
     return Diagnostic(ROUND_LIMIT_CODE, said)
+
+
+def rejected(bad: ToolInputError) -> ToolOutcome:
+    """A call whose arguments its tool refused: the model is told the code and, when the tool
+    said one, what to fix; the activity's summary names the code."""
+    why = f"rejected: {bad.code}"
+    told = {"error": why, "fix": bad.fix} if bad.fix else {"error": why}
+    return ToolOutcome(False, json.dumps(told), why)
 
 
 def tool_output(activity_id: str, name: str, outcome: ToolOutcome) -> ToolOutput:

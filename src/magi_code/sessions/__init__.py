@@ -10,7 +10,8 @@ Public API (the rest of this package is implementation detail):
   `HistorySnapshot`), `snapshot()`, `page(session_id, revision, cursor)` -> `Page`,
   `turn()` (context manager: history is `busy` meanwhile), `append(record, fsync=)`, `close()`,
   `fullness` (how much of the history bounds the last snapshot used: `Fullness`).
-- `HistorySnapshot.page(revision, cursor)` -> `Page`; `Page.result()` is the wire object.
+- `HistorySnapshot.page(revision, cursor)` -> `Page`; `Page.result()` is the wire object;
+  `HistorySnapshot.endings`: how runs that did not complete ended, by entry (never paged).
 - `SessionError(code)` with the closed codes in `SESSION_CODES`; `redact(text)`.
 
 How the protocol server and runner are expected to drive it:

@@ -31,6 +31,17 @@ that prompt. The reader folds at a `compaction` record that names the prompt it 
 that prompt in stored order, then stands for what was dropped (see reader.py for why the
 spec allows it). Records that arrive later for a dropped entry start a new one.
 
+Endings: a run recorded as ``cancelled`` or ``failed`` keeps its partial reply and no entry
+says how it ended (the wire's entry kinds are fixed, and its projection may be complete); the
+projection carries, beside its entries, an `Ending` for each such run still shown: the entry it
+ended after (its last), its outcome and error code, for a face that says so where it did live
+(Mission Control). A run shown as interrupted, or dropped by a rewind or a fold, has none.
+
+Rewinding (a `rewind` record): the entries from the prompt it names (``drop_from``) on are
+dropped, so the projection ends where the conversation goes on; a run still open then is one
+of the dropped turns and is no longer shown as interrupted. A prompt no longer shown (folded
+away, or dropped by an earlier rewind) rewinds nothing. The records stay in the file.
+
 The projector stays live: `finish` does not change what later records will do, so an owner
 can keep feeding it and take a projection after each batch of appends. Entries are made once
 per change of their slot and then reused (the same `Entry` object), which lets snapshot.py
@@ -63,9 +74,19 @@ class Entry:
 
 
 @record
+class Ending:
+    """How a run that did not complete ended, after the entry at index `after` (its last)."""
+
+    after: int
+    outcome: str  # cancelled | failed
+    error_code: str | None
+
+
+@record
 class Projection:
     entries: Sequence[Entry]  # immutable; shares the projector's list (prefixes.py)
     complete: bool
+    endings: tuple[Ending, ...] = ()  # in stored order (module doc: Endings)
 
 
 @record(frozen=False)
@@ -100,10 +121,12 @@ class Projector:
         self._outcomes: dict[str, str] = {}  # run_id -> outcome, "interrupted" included
         self._prompts: dict[str, _Slot] = {}  # stored user message_id -> its slot
         self._interruptions = 0  # interrupted diagnostics among the slots
+        self._endings: list[tuple[_Slot, str, str | None]] = []  # last slot, outcome, code
         self._size = 0  # lower bound of the serialized projection
         self._handlers: dict[str, Callable[[Record], None]] = {
             "user": self._on_user,
             "compaction": self._on_compaction,
+            "rewind": self._on_rewind,
             "assistant_chunk": self._on_assistant_chunk,
             "assistant": self._on_assistant,
             "reasoning_summary": self._on_reasoning_summary,
@@ -121,6 +144,7 @@ class Projector:
             # a finish recorded after the run was already shown as interrupted changes nothing
             if record["run_id"] not in self._outcomes:
                 self._set_outcome(record["run_id"], record["outcome"])
+                self._note_ending(record)
         else:
             handler = self._handlers.get(kind)
             if handler is not None:
@@ -140,7 +164,8 @@ class Projector:
         self._changed.clear()
         entries = self._entries.prefix([Entry("diagnostic", text, False) for text in tail])
         complete = not torn and not self._interruptions and not self._open_runs
-        return Projection(cast(Sequence[Entry], entries), complete)
+        endings = tuple(Ending(slot.index, outcome, code) for slot, outcome, code in self._endings)
+        return Projection(cast(Sequence[Entry], entries), complete, endings)
 
     # ---- runs ----------------------------------------------------------------------------
 
@@ -156,6 +181,11 @@ class Projector:
         self._set_outcome(run_id, "interrupted")
         self._interruptions += 1
         self._add(_Slot("diagnostic", INTERRUPTED_TEXT))
+
+    def _note_ending(self, record: Record) -> None:
+        """A run that did not complete ended after the last entry so far (module doc)."""
+        if record["outcome"] != "completed" and self._slots:
+            self._endings.append((self._slots[-1], record["outcome"], record.get("error_code")))
 
     def _set_outcome(self, run_id: str, outcome: str) -> None:
         self._outcomes[run_id] = outcome
@@ -264,8 +294,32 @@ class Projector:
         for index, slot in enumerate(self._slots):
             slot.index = index
         self._changed = {index - cut for index in self._changed if index >= cut}
+        self._forget_dropped()
+
+    def _on_rewind(self, record: Record) -> None:
+        """Drop every entry from the prompt `drop_from` on (module doc: Rewinding)."""
+        slot = self._prompts.get(record["drop_from"])
+        if slot is None:
+            return
+        cut = slot.index
+        for dropped in self._slots[cut:]:
+            self._size -= len(dropped.text) + sum(map(len, dropped.chunks or ()))
+            if dropped.kind == "diagnostic":
+                self._interruptions -= 1
+            dropped.index = -1
+        del self._slots[cut:]
+        self._entries.truncate(cut)
+        self._changed = {index for index in self._changed if index < cut}
+        for run_id in self._open_runs:
+            self._outcomes[run_id] = "rewound"  # its later records start nothing
+        self._open_runs.clear()
+        self._forget_dropped()
+
+    def _forget_dropped(self) -> None:
+        """Drop the look-ups of slots no longer shown (index -1)."""
         self._by_key = {key: slot for key, slot in self._by_key.items() if slot.index >= 0}
         self._prompts = {key: slot for key, slot in self._prompts.items() if slot.index >= 0}
+        self._endings = [ending for ending in self._endings if ending[0].index >= 0]
         self._chunked = {
             run: kept
             for run, slots in self._chunked.items()

@@ -10,7 +10,9 @@ type               fields (besides session_id/type)
 session            ``cwd`` canonical absolute path (optional: older files lack it),
                    ``created_at`` ISO 8601, ``selection`` {provider, model, thinking}.
                    Written first; a later one may update the selection (last one wins).
-user               ``message_id``, ``run_id``, ``text``, ``images`` (optional: see below)
+                   ``approval_mode`` (optional): the mode an ACP client chose (last wins).
+user               ``message_id``, ``run_id``, ``text``, ``images`` (optional: see below),
+                   ``at`` (optional) ISO 8601: when it was sent
 assistant_chunk    ``message_id``, ``run_id``, ``index`` (int), ``text``: streamed pieces
 assistant          ``message_id``, ``run_id``, ``text``: the reconciled segment; wins over
                    its chunks. Legacy records without ``text`` (absent or null) fall back to
@@ -34,7 +36,16 @@ peer               ``run_id``, ``who`` (melchior's proven project/role/id), ``so
 internal           provider-only prompt; never projected
 assessment         private assessment; never projected
 reasoning          raw reasoning; never projected
-run_finished       ``run_id``, ``outcome`` (completed|cancelled|failed), ``error_code`` (str|null)
+run_finished       ``run_id``, ``outcome`` (completed|cancelled|failed), ``error_code`` (str|null),
+                   ``usage`` (optional: older files and runs no provider told any lack it):
+                   the run's tokens as its provider reported them, an object of non-negative
+                   integers ``rounds`` (model requests), ``input_tokens``, ``output_tokens``,
+                   ``cached_input_tokens`` (all its requests together, a compaction's too)
+                   and ``context_tokens`` (its last request's input and output: what the
+                   conversation weighed). Never projected
+rewind             ``drop_from``: the stored message_id of a prompt; the conversation goes on
+                   from just before it (that turn and every later one leave the projection and
+                   the replay, and stay in the file); ``at`` (optional str) ISO 8601
 =================  ===========================================================================
 
 ``images`` is a list of objects ``{media_type, data, description}`` (strings): each image a
@@ -69,9 +80,10 @@ PROJECTED_TYPES = frozenset(
     {"user", "assistant_chunk", "assistant", "reasoning_summary", "tool", "activity", "compaction"}
 )
 PRIVATE_TYPES = frozenset({"internal", "assessment", "reasoning"})
-RECORD_TYPES = PROJECTED_TYPES | PRIVATE_TYPES | {"session", "run_finished", "peer"}
+RECORD_TYPES = PROJECTED_TYPES | PRIVATE_TYPES | {"session", "run_finished", "peer", "rewind"}
 
 TOOL_STATES = frozenset({"started", "completed", "failed"})
+USAGE_FIELDS = ("rounds", "input_tokens", "output_tokens", "cached_input_tokens", "context_tokens")
 OUTCOMES = frozenset({"completed", "cancelled", "failed"})
 
 # Required string fields per type (private types need only their type and session).
@@ -86,6 +98,7 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "compaction": ("text",),
     "run_finished": ("run_id", "outcome"),
     "peer": ("run_id", "who", "sort", "text"),
+    "rewind": ("drop_from",),
 }
 
 
@@ -111,6 +124,10 @@ def _check_session(record: Record) -> None:
 
 def _check_compaction(record: Record) -> None:
     _optional_text(record, "keep_from")
+
+
+def _check_rewind(record: Record) -> None:
+    _optional_text(record, "at")
 
 
 def _check_assistant(record: Record) -> None:
@@ -142,6 +159,7 @@ def _check_images(record: Record) -> None:
 
 def _check_user(record: Record) -> None:
     _check_images(record)
+    _optional_text(record, "at")
 
 
 def _check_tool(record: Record) -> None:
@@ -161,6 +179,15 @@ def _check_finished(record: Record) -> None:
     _optional_text(record, "error_code")
     if record["outcome"] not in OUTCOMES:
         raise _invalid()
+    usage = record.get("usage")
+    if usage is None:
+        return
+    if not isinstance(usage, dict) or not all(_count(usage.get(key)) for key in USAGE_FIELDS):
+        raise _invalid()
+
+
+def _count(value: object) -> bool:
+    return type(value) is int and value >= 0
 
 
 _EXTRA: dict[str, Callable[[Record], None]] = {
@@ -168,6 +195,7 @@ _EXTRA: dict[str, Callable[[Record], None]] = {
     "user": _check_user,
     "assistant": _check_assistant,
     "compaction": _check_compaction,
+    "rewind": _check_rewind,
     "assistant_chunk": _check_chunk,
     "reasoning_summary": _check_summary,
     "tool": _check_tool,

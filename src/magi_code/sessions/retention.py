@@ -3,8 +3,12 @@
 A session's age is its file's mtime (the last append). `prune` deletes each `<id>.jsonl` at
 least `days` old, taking the session's writer and active leases first (without waiting), so a
 session attached by any process is skipped and a concurrent open cannot race the deletion:
-under the leases the file is checked again, unlinked, then its lock files, then the leases
-are released. Whoever later locks an unlinked lock file finds the session missing.
+under the leases the file is checked again, unlinked, then its workspace checkpoints
+(`<id>.checkpoints/`, never followed through a link) and its lock files, then the leases are
+released. Whoever later locks an unlinked lock file finds the session missing. Once sessions
+were deleted, the objects their workspaces' sessions share that no remaining checkpoint names
+are collected (checkpoints/shared.py; a workspace whose lock a checkpoint holds then is left
+for the next prune).
 `scan` reads what a person needs to see (`sessions list`); its prompt text is redacted.
 `latest_for` finds the session last active in a workspace (`exec --continue`) by the `cwd` of
 each file's header, newest first, and reads nothing past a header.
@@ -17,18 +21,21 @@ the admitted settings (config validates it); 0 disables the automatic sweep.
 
 import contextlib
 import os
+import shutil
 import stat
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from magi_code.checkpoints.shared import collect
 from magi_code.limits import DEFAULT_RETENTION_DAYS
+from magi_code.records import record
 from magi_code.redact import redact
 from magi_code.sessions.errors import SessionError
 from magi_code.sessions.ids import valid_session_id
 from magi_code.sessions.leases import _LEASES, Leases, _lock_path, is_active
 from magi_code.sessions.reader import decode_record
+from magi_code.sessions.store import CHECKPOINTS_SUFFIX
 
 DAY_NS = 86_400 * 1_000_000_000
 PROMPT_CHARS = 80  # what `sessions list` shows of the first prompt's first line
@@ -36,7 +43,7 @@ SCAN_BYTES = 1 << 20  # how far `scan` reads into a file looking for the first p
 SUFFIX = ".jsonl"
 
 
-@dataclass(frozen=True)
+@record
 class StoredSession:
     session_id: str
     mtime_ns: int  # last activity: the last append
@@ -107,7 +114,10 @@ def prune(directory: Path, days: int, now_ns: int, *, dry_run: bool = False) -> 
     if dry_run:
         return candidates
     cutoff = now_ns - days * DAY_NS
-    return [sid for sid in candidates if _delete(directory, sid, cutoff)]
+    deleted = [sid for sid in candidates if _delete(directory, sid, cutoff)]
+    if deleted:
+        collect(directory.parent)
+    return deleted
 
 
 def _delete(directory: Path, session_id: str, cutoff_ns: int) -> bool:
@@ -126,6 +136,7 @@ def _delete(directory: Path, session_id: str, cutoff_ns: int) -> bool:
         if not _own_regular(info) or info.st_mtime_ns > cutoff_ns:
             return False
         os.unlink(path)
+        shutil.rmtree(directory / f"{session_id}{CHECKPOINTS_SUFFIX}", ignore_errors=True)
         _unlink_locks(directory, session_id)
         return True
     except OSError:

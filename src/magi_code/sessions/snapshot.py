@@ -11,7 +11,9 @@ Pages are cut greedily from a cursor: at most HISTORY_PAGE_ENTRIES parts and at 
 HISTORY_PAGE_BYTES for the whole serialized result object. Cursors are opaque, carry this
 snapshot's random nonce and are only accepted if this snapshot issued them. Before each page
 the owner's `is_current` check runs (file fingerprint, replay generation); once it fails the
-snapshot is stale for good. This module opens no files itself.
+snapshot is stale for good. A snapshot also keeps the projection's endings (projection.py),
+which no page carries, for a face that draws the history itself. This module opens no files
+itself.
 """
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -31,7 +33,7 @@ from magi_code.records import record
 from magi_code.sessions.chunking import serialized_bytes, split_text
 from magi_code.sessions.errors import SessionError
 from magi_code.sessions.ids import valid_opaque_id
-from magi_code.sessions.projection import Entry, Projection
+from magi_code.sessions.projection import Ending, Entry, Projection
 
 Part = dict[str, Any]
 
@@ -64,6 +66,7 @@ class Built:
     complete: bool
     stored_ids: Mapping[str, str]  # stored user/assistant message_id -> projected message ID
     total: int  # sum of sizes
+    endings: tuple[Ending, ...] = ()  # the projection's, by entry index
 
 
 def fullness(built: Built) -> float:
@@ -110,6 +113,7 @@ class Builder:
             projection.complete,
             _StoredIds(entries, self._ids.prefix()),
             self._totals[-1] if self._totals else 0,
+            projection.endings,
         )
 
     def _add(self, index: int, entry: Entry) -> None:
@@ -221,6 +225,7 @@ class HistorySnapshot:
         self.complete = built.complete
         self._parts, self._sizes = built.parts, built.sizes
         self._stored_ids = built.stored_ids
+        self.endings = built.endings  # how runs that did not complete ended (never paged)
         self._is_current = is_current
         self._nonce = token_hex(8)
         self._cursors: dict[str, int] = {}

@@ -20,10 +20,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from magi_code.limits import STORED_HISTORY_BYTES, STORED_HISTORY_LINES
-from magi_code.records import record
+from magi_code.records import record, replace
 from magi_code.sessions.chunking import dumps
 from magi_code.sessions.errors import SessionError
 from magi_code.sessions.ids import new_session_id, valid_session_id
@@ -44,10 +44,12 @@ from magi_code.sessions.records import Record
 from magi_code.sessions.snapshot import Builder, Built, HistorySnapshot, Page, fullness
 
 RECORDS_BLOCK_BYTES = 1 << 20  # read size when the runner replays a file
+CHECKPOINTS_SUFFIX = ".checkpoints"
 Available = Callable[[str, str], bool]
 
 
-class Fullness(NamedTuple):
+@record
+class Fullness:
     """How much of its history bounds a session used at its last snapshot (1.0: all of it,
     or past it): the projection against the snapshot budget, the file against the stored-read
     bounds. Only a compaction can lower the first; nothing lowers the second."""
@@ -98,6 +100,12 @@ class SessionStore:
         if not valid_session_id(session_id):
             raise ValueError("malformed session id")
         return self.directory / f"{session_id}.jsonl"
+
+    def checkpoints_of(self, session_id: str) -> Path:
+        """The folder of the session's workspace checkpoints (checkpoints/store.py: their
+        manifests; the content is shared by the workspace's sessions), beside its file, so
+        that pruning the session prunes them (retention.py)."""
+        return self.path_of(session_id).with_name(f"{session_id}{CHECKPOINTS_SUFFIX}")
 
     def create(self, cwd: str | Path, selection: Selection | None) -> "Attachment":
         """A new lazy session (no file until the first append) with its leases taken."""
@@ -301,11 +309,11 @@ class Attachment:
                 return None
             if live is None:
                 if self._beyond_stored:
-                    self.fullness = self.fullness._replace(stored=1.0)
+                    self.fullness = replace(self.fullness, stored=1.0)
                     raise SessionError("history_limit")
                 return None
             live.verify_cwds()
-            self.fullness = self.fullness._replace(stored=_stored_fullness(live))
+            self.fullness = replace(self.fullness, stored=_stored_fullness(live))
             try:
                 projection = live.projection()
             except SessionError as error:
@@ -320,12 +328,12 @@ class Attachment:
         except SessionError as error:
             self._note_limit(error)
             raise
-        self.fullness = self.fullness._replace(projection=fullness(built))
+        self.fullness = replace(self.fullness, projection=fullness(built))
         return built
 
     def _note_limit(self, error: SessionError) -> None:
         if error.code == "history_limit":
-            self.fullness = self.fullness._replace(projection=1.0)
+            self.fullness = replace(self.fullness, projection=1.0)
 
     def _intact(self) -> bool:
         tail = 0 if self._expected is None else len(self._expected.tail)
@@ -338,7 +346,7 @@ class Attachment:
         projection = Projection([], True) if read is None else read.projection
         built = self._build(projection)
         stored = 0.0 if read is None else _stored_fullness(read.reader)
-        self.fullness = self.fullness._replace(stored=stored)
+        self.fullness = replace(self.fullness, stored=stored)
         with self._lock:
             self._snapshot.invalidate()
             print_ = None if read is None else read.fingerprint
@@ -455,7 +463,7 @@ class Attachment:
             "session_id": self.session_id,
             "type": "session",
             "cwd": self.cwd,
-            "created_at": _utc_now(),
+            "created_at": utc_now(),
         }
         if self.selection is not None:
             header["selection"] = self.selection.to_record()
@@ -580,7 +588,7 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def _utc_now() -> str:
+def utc_now() -> str:
     """Now in UTC, ISO 8601 to the millisecond (`2026-12-01T11:26:47.315+00:00`, as
     `datetime.isoformat` writes it), without importing `datetime` on a session's first step."""
     ns = time.time_ns()

@@ -24,6 +24,7 @@ from magi_code.tools.summaries import clip_utf8, safe_summary, scrub_surrogates
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from magi_code.mcp.elicitation import Answer, Form
     from magi_code.tools.paths import Protected
     from magi_code.tools.sandbox.modes import Sandbox
 
@@ -34,11 +35,14 @@ ArgsT = TypeVar("ArgsT")
 
 
 class ToolInputError(ToolsError, ValueError):
-    """The model's arguments are not JSON, not the tool's shape, or too large. Carries a code."""
+    """The model's arguments are not JSON, not the tool's shape, or too large. Carries a code,
+    and may carry `fix`: a fixed sentence telling the model what is wrong and what to send
+    instead (never an echo of the input)."""
 
-    def __init__(self, code: InputErrorCode) -> None:
+    def __init__(self, code: InputErrorCode, fix: str = "") -> None:
         super().__init__(code)
         self.code: InputErrorCode = code
+        self.fix = fix
 
 
 @record
@@ -50,6 +54,13 @@ class ToolContext:
     # event, e.g. a `subagent` activity) and its approval broker's `request`. None elsewhere.
     emit: Callable[[Any], Awaitable[None]] | None = None
     approve: Callable[[str], Awaitable[bool]] | None = None
+    # The face's detail sink (runner/turn.py DetailEmitter), for what a tool shows a person
+    # beside its result: the plan `update_plan` set (tools/plan.py). None: the face shows none.
+    detail: Callable[[Any], Awaitable[None]] | None = None
+    activity_id: str = ""  # the activity this call is, for what its tool shows live
+    # The face's way to put an MCP server's question (mcp/elicitation.py Form) to the person
+    # and hand back their Answer. None: nobody can be asked (exec, the local agent).
+    elicit: "Callable[[Form], Awaitable[Answer]] | None" = None
     bridge: "Bridge | None" = None  # the `code` tool's way back to the session's tools
     host: HostIO | None = None  # the client's files and terminals, when the face offers them
     # The session's OS sandbox (tools/sandbox): shell commands run in it unless its mode is
@@ -93,6 +104,10 @@ class Access:
     paths: tuple[Path, ...] = ()  # resolved, canonical
     command: str | None = None  # the shell command, verbatim
     host: str | None = None  # "network": the host name reached (lower case, IDNA)
+    # Another agent the call starts (a subagent) may change files, asking for its own
+    # actions: the call is decided as its kind, but checkpointed as a write would be
+    # (runner/checkpointing.py), so that what the agent changes is the turn's to rewind.
+    delegated_writes: bool = False
 
 
 class Tool(Protocol[ArgsT]):

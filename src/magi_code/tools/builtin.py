@@ -7,6 +7,7 @@ from magi_code.tools.files import EditFile, ReadFile, WriteFile
 from magi_code.tools.grep import Grep
 from magi_code.tools.limits import SHELL_MAX_TIMEOUT_S, SHELL_TIMEOUT_S
 from magi_code.tools.listing import Glob, ListDir
+from magi_code.tools.plan import UpdatePlan
 from magi_code.tools.shell import Shell
 from magi_code.tools.web_fetch import WebFetch
 
@@ -26,5 +27,6 @@ def builtin_tools(
         Grep(),
         Shell(shell_timeout_s, shell_max_timeout_s),
         WebFetch(allow_private),
+        UpdatePlan(),
     ]
     return {tool.name: tool for tool in tools}

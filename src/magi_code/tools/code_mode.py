@@ -47,6 +47,7 @@ from magi_code.records import record
 from magi_code.tools import args as A
 from magi_code.tools.base import Access, Bridge, ToolContext, ToolOutcome
 from magi_code.tools.processes import kill_group
+from magi_code.tools.sandbox.modes import SandboxUnavailable
 from magi_code.tools.sandbox.spawn import SandboxFailed, open_process
 from magi_code.tools.shell import Capture
 from magi_code.tools.summaries import safe_summary
@@ -120,7 +121,6 @@ class CodeTool:
             return ToolOutcome(False, "error: Code Mode is off", "code: off")
         if ctx.sandbox is None:
             return _unavailable("this session has no sandbox")
-        from magi_code.tools.sandbox.modes import SandboxUnavailable
 
         try:
             confinement = ctx.sandbox.code_mode(CHILD)

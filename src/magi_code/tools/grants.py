@@ -13,12 +13,9 @@ and reports the answer (`SessionGrants.grant`); Mission Control and ACP keep one
 from pathlib import Path
 
 from magi_code.records import field, field_names, record
+from magi_code.tools.approvals import Asked
 from magi_code.tools.base import Access
 from magi_code.tools.policy import Decision, Policy
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from magi_code.tools.approvals import Asked
 
 Key = tuple[str, str, str | None, tuple[Path, ...], str | None]
 
@@ -34,7 +31,7 @@ class SessionGrants:
     def __init__(self) -> None:
         self.exact: set[Key] = set()
 
-    def grant(self, asked: "Asked | None") -> None:
+    def grant(self, asked: Asked | None) -> None:
         """Remember the call an approval was for (not a run outside the sandbox)."""
         if asked is not None and not asked.outside_sandbox:
             self.exact.add(grant_key(asked.tool, asked.access))

@@ -10,6 +10,9 @@ ARGUMENTS_BYTES = 4 * 1024 * 1024
 TEXT_BYTES = 64 * 1024  # read_file, list_dir, glob and grep output
 OUTPUT_BYTES = 96 * 1024  # backstop on any tool's output, notes included
 EVENT_OUTPUT_BYTES = 16 * 1024  # of a tool's output (redacted) an `exec --json` event carries
+# A running command's output as a person watches it (tools/live_output.py)
+LIVE_OUTPUT_INTERVAL_MS = 100  # at most one `tool.output.delta` this often
+LIVE_OUTPUT_BYTES = 4096  # of what arrived since the last one, the newest kept
 LINE_CHARS = 2000  # one displayed line (read_file, grep) before it is cut
 LINE_READ_BYTES = 16 * 1024  # of one line kept when reading a file; the rest is read past
 
@@ -45,6 +48,14 @@ SHELL_MAX_TIMEOUT_S = 600.0
 SHELL_OUTPUT_BYTES = 64 * 1024  # combined stdout+stderr kept: head and tail halves
 SHELL_DRAIN_S = 0.5  # after the shell exits, how long background writers may hold the pipe
 SHELL_KILL_GRACE_S = 2.0  # SIGTERM to SIGKILL
+# After a sandboxed command ends, what it left in its PID namespace lives at most this long
+# (tools/sandbox/contain.py), even when no one ends its group (the agent died): longer than
+# SHELL_DRAIN_S + SHELL_KILL_GRACE_S, so that the shell tool's own ending always comes first.
+SANDBOX_LEFTOVER_S = 5.0
+# A contained command's init adds a rule for its own /proc to the ruleset it shares with the
+# commands before it (confine.py): after this many spawns a ruleset is made anew from the kept
+# plan (about 0.7 ms), so those rules, inert once their command has ended, never pile up.
+SANDBOX_RULESET_SPAWNS = 64
 
 # Images (tools/images.py): read_file, and what a face attaches to a prompt
 IMAGE_FILE_BYTES = 20 * 1024 * 1024  # the largest image file read; a larger one is refused
@@ -66,3 +77,8 @@ WEB_REDIRECTS = 5  # redirects followed; one more ends the fetch
 # loaded CI core, so this stays well within WEB_FETCH_S.
 WEB_MARKUP_BYTES = 512 * 1024
 APPROVAL_NOTE_CHARS = 2000  # of the note a person gives with a denial, read by the model
+
+# update_plan (tools/plan.py): a checklist a person reads at a glance, in every face
+PLAN_STEPS = 50  # steps one plan holds; more is refused (merge steps)
+PLAN_STEP_CHARS = 300  # characters of one step (one line); a longer one is refused
+PLAN_EXPLANATION_CHARS = 2000  # characters of the optional note on why the plan changed

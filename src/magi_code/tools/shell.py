@@ -16,6 +16,8 @@ Rules:
   to run it again outside.
 - With a host that runs commands (`ctx.host.run`: a client terminal over ACP), the host owns
   the process, its kill and its output (whose tail it keeps); the bound on that output holds.
+- A face that takes detail events (`ctx.detail`) watches the output as it arrives
+  (tools/live_output.py); the result the model gets is the same either way.
 """
 
 import codecs
@@ -35,6 +37,7 @@ from magi_code.tools.limits import (
     SHELL_OUTPUT_BYTES,
     SHELL_TIMEOUT_S,
 )
+from magi_code.tools.live_output import LiveFeed
 from magi_code.tools.processes import kill_group
 from magi_code.tools.sandbox.spawn import SandboxFailed, open_process
 from magi_code.tools.summaries import safe_summary
@@ -148,9 +151,12 @@ class Shell:
             return SANDBOX_FAILED
         except OSError:
             return ToolOutcome(False, "error: could not start /bin/sh", "run: failed to start")
+        live = LiveFeed(ctx.detail, ctx.activity_id, self.name) if ctx.detail else None
         try:
             with anyio.move_on_after(args.timeout_s) as deadline:
-                await _collect(process, capture)
+                await _collect(process, capture, live)
+            if live is not None:
+                await live.end()
         finally:
             exit_code = process.returncode  # None: still running, about to be killed
             with anyio.CancelScope(shield=True):
@@ -187,21 +193,30 @@ class Shell:
         return ToolOutcome(ok, f"{text}[{status}]", f"run: {args.command} ({status})")
 
 
-async def _collect(process: anyio.abc.Process, capture: Capture) -> None:
-    """Read until EOF; once the shell exits, leftover writers get SHELL_DRAIN_S to finish."""
+async def _collect(process: anyio.abc.Process, capture: Capture, live: LiveFeed | None) -> None:
+    """Read until EOF; once the shell exits, leftover writers get SHELL_DRAIN_S to finish.
+    Meanwhile `live` (if any) shows a person what arrives."""
     stream = process.stdout
     assert stream is not None
 
     async def pump() -> None:
         async for chunk in stream:
             capture.add(chunk)
+            if live is not None:
+                live.add(chunk)
         capture.eof = True
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(pump)
-        await process.wait()
-        drain_until = anyio.current_time() + SHELL_DRAIN_S
-        tg.cancel_scope.deadline = min(tg.cancel_scope.deadline, drain_until)
+    async with anyio.create_task_group() as reporting:
+        if live is not None:
+            reporting.start_soon(live.report)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(pump)
+                await process.wait()
+                drain_until = anyio.current_time() + SHELL_DRAIN_S
+                tg.cancel_scope.deadline = min(tg.cancel_scope.deadline, drain_until)
+        finally:
+            reporting.cancel_scope.cancel()
 
 
 # What a command says when the sandbox refused it (the kernel's EACCES, EPERM and EROFS).

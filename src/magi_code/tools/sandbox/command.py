@@ -10,9 +10,12 @@ sandbox here or the kernel refuses it (nothing ran).
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from magi_code.arguments import Parser, UsageError, refused
-from magi_code.tools.sandbox.settings import MODES
+from magi_code.config import paths, settings
+from magi_code.tools.sandbox.modes import Sandbox, SandboxSettings, containment
+from magi_code.tools.sandbox.settings import MODE_ENV, MODES, SandboxError
 
 PROG = "magi-code sandbox"
 
@@ -54,12 +57,6 @@ def main(args: list[str]) -> int:
 
 
 def _run(command: list[str], mode: str | None, network: bool) -> int:
-    from pathlib import Path
-
-    from magi_code.config import paths, settings
-    from magi_code.tools.sandbox.modes import Sandbox, SandboxSettings
-    from magi_code.tools.sandbox.settings import MODE_ENV, SandboxError
-
     home = os.path.realpath(paths.resolve_home(os.environ))
     cwd = os.path.realpath(os.getcwd())
     try:
@@ -80,6 +77,11 @@ def _run(command: list[str], mode: str | None, network: bool) -> int:
     except OSError as refused:
         return _fail(f"the kernel refused the sandbox ({refused.strerror}); nothing ran")
     env = sandbox.env(os.environ) if confinement is not None else dict(os.environ)
+    if confinement is not None and (uncontained := containment()) is not None:
+        sys.stderr.write(
+            f"{PROG}: processes not contained here ({uncontained}): what the command leaves in "
+            "a new session may outlive it\n"
+        )
     try:
         child = subprocess.Popen(
             command, env=env, preexec_fn=confinement.apply if confinement else None

@@ -8,6 +8,15 @@ place gained or lost an entry, `.git` appeared, the mode changed), so a command 
 process, `shell()` gives None (commands run as the user, as the faces say at start) and
 `code_mode()` raises: a program never runs unconfined. MC_NO_LANDLOCK=1 makes this process
 behave as on such a kernel (for tests and for trying it).
+
+A shell command also gets a PID namespace of its own (contain.py), so that nothing it starts
+outlives it; where the kernel refuses one (no user namespaces for us), `containment()` says
+why, commands run confined but uncontained (as before: what leaves their process group may
+outlive them), and `describe()` and the first turn's notice say so. MC_NO_PID_NAMESPACE=1
+makes this process behave as where the kernel refuses it. A contained command's /proc shows
+its own namespace only; where the kernel refuses that mount (`own_proc()`), it shows the
+machine's processes (their command lines; never their environment or memory, which Landlock
+and the dropped capabilities keep), and `describe()` says so.
 """
 
 import atexit
@@ -20,8 +29,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Literal
 
-from magi_code.records import record
+from magi_code.records import record, replace
 from magi_code.tools import ToolsError
+from magi_code.tools.limits import SANDBOX_RULESET_SPAWNS
 from magi_code.tools.paths import USER_CREDENTIALS, inside
 from magi_code.tools.sandbox import plan
 from magi_code.tools.sandbox.settings import DEFAULT_MODE, checked
@@ -129,6 +139,42 @@ def _can_mount() -> bool:
     return _mounts
 
 
+_contained: tuple[str | None, bool] | None = None  # (why not contained, own /proc)
+
+
+def containment() -> str | None:
+    """None when a shell command's processes can be contained (a PID namespace of its own);
+    else why not. Tried once per process, in a throwaway child."""
+    return _containment()[0]
+
+
+def own_proc() -> bool:
+    """Whether a contained command's /proc can show its own PID namespace only (a mount of
+    proc in a private mount namespace: refused in some containers, whose /proc is partly
+    masked). Tried with `containment()`."""
+    return _containment()[1]
+
+
+def _containment() -> tuple[str | None, bool]:
+    """Tried once: the whole containment first (one throwaway child, where it works), then
+    the PID namespace alone."""
+    global _contained
+    if _contained is None:
+        from magi_code.tools.sandbox.confine import can_contain
+
+        if os.environ.get("MC_NO_PID_NAMESPACE") == "1":
+            _contained = ("MC_NO_PID_NAMESPACE=1 turns PID namespaces off", False)
+        elif can_contain(own_proc=True):
+            _contained = (None, True)
+        elif can_contain():
+            _contained = (None, False)
+        elif os.geteuid() != 0:
+            _contained = ("the kernel refuses us a user namespace with a PID namespace", False)
+        else:
+            _contained = ("the kernel refuses us a PID namespace", False)
+    return _contained
+
+
 class Sandbox:
     """One session's sandbox: its settings, workspace, secret places and private temp folder."""
 
@@ -146,9 +192,11 @@ class Sandbox:
         self._temp: Path | None = None
         self.auto = False  # approval mode `auto`: what the sandbox contains runs unasked
         self._told = False
-        # The last confinement made for shell commands (True) and Code Mode (False), with
-        # what it was made of and the folders its plan listed (tools/sandbox/plan.py).
-        self._made: dict[bool, tuple[object, tuple[tuple[Path, int], ...], Confinement]] = {}
+        # The last confinement made for shell commands (True) and Code Mode (False), and the
+        # ruleset it replaced: a spawn that took the old one may not have forked yet (a
+        # spawn yields before it forks), so that one is closed at the next replacement.
+        self._made: dict[bool, _Made] = {}
+        self._retired: dict[bool, int] = {}
 
     @property
     def secrets(self) -> tuple[Path, ...]:
@@ -178,10 +226,20 @@ class Sandbox:
         )
 
     def unavailable_notice(self) -> str | None:
-        """Once per session, where a sandbox was asked for and the kernel offers none."""
-        why = support()[1]
-        if self._told or self.mode == "full-access" or why is None:
+        """Once per session, where a sandbox was asked for and the kernel offers none, or
+        offers one that cannot contain a command's processes."""
+        if self._told or self.mode == "full-access":
             return None
+        why = support()[1]
+        if why is None:
+            uncontained = containment()
+            if uncontained is None:
+                return None
+            self._told = True
+            return (
+                f"The OS sandbox cannot contain a command's processes here ({uncontained}): "
+                "one a command leaves in a new session (setsid, a daemon) may outlive it."
+            )
         self._told = True
         return (
             f"No OS sandbox here ({why}): shell commands run with your rights, `auto` asks as "
@@ -209,7 +267,13 @@ class Sandbox:
             return "full-access (no sandbox)"
         if support()[1] is not None:
             return f"{self.mode} requested, but unavailable: {support()[1]}"
-        return f"{self.mode}, network {'on' if self.settings.network else 'off'}"
+        said = f"{self.mode}, network {'on' if self.settings.network else 'off'}"
+        uncontained = containment()
+        if uncontained is not None:
+            said += f", processes not contained ({uncontained})"
+        elif not own_proc():
+            said += ", other processes visible in /proc"
+        return said
 
     def shell(self) -> "Confinement | None":
         """The confinement of a shell command; None when commands run unconfined."""
@@ -261,14 +325,24 @@ class Sandbox:
     ) -> "Confinement":
         """The confinement of these grants; the last one made for the same inputs while none
         of the folders its plan listed has changed (a new or removed entry changes a
-        folder's modification time), else a new one (its ruleset replacing the old)."""
+        folder's modification time), else a new one (its ruleset replacing the old). A
+        ruleset the commands' inits add their /proc to is made anew from the same rules
+        every SANDBOX_RULESET_SPAWNS."""
         from magi_code.tools.sandbox import landlock, seccomp
         from magi_code.tools.sandbox.confine import Confinement
 
-        key = (tuple(grants), tuple(hidden), read_only, network, processes)
+        contain = processes and containment() is None  # a shell command: its PID namespace
+        key = (tuple(grants), tuple(hidden), read_only, network, processes, contain)
         kept = self._made.get(processes)
-        if kept is not None and kept[0] == key and all(_mtime(f) == t for f, t in kept[1]):
-            return kept[2]
+        if kept is not None and kept.key == key and all(_mtime(f) == t for f, t in kept.listed):
+            kept.given += 1
+            made = kept.confinement
+            if not made.own_proc or kept.given % SANDBOX_RULESET_SPAWNS:
+                return made
+            fd = landlock.ruleset(support()[0], kept.rules, network=network)
+            self._retire(processes, made.ruleset_fd)
+            kept.confinement = replace(made, ruleset_fd=fd, _buffers=[])  # made again
+            return kept.confinement
         listed: list[tuple[Path, int]] = []
 
         def children(folder: Path) -> Iterable[Path]:
@@ -278,11 +352,30 @@ class Sandbox:
         rules = plan.rules(grants, hidden, children)
         fd = landlock.ruleset(support()[0], rules, network=network)
         program = seccomp.program(_arch(), network=network, processes=processes)
-        made = Confinement.make(fd, program, read_only)
+        made = Confinement.make(fd, program, read_only, contain, contain and own_proc())
         if kept is not None:
-            os.close(kept[2].ruleset_fd)
-        self._made[processes] = (key, tuple(listed), made)
+            self._retire(processes, kept.confinement.ruleset_fd)
+        self._made[processes] = _Made(key, tuple(listed), rules, made)
         return made
+
+    def _retire(self, processes: bool, ruleset_fd: int) -> None:
+        """Keep a replaced ruleset open until the next replacement; close the one before."""
+        older = self._retired.get(processes)
+        if older is not None:
+            os.close(older)
+        self._retired[processes] = ruleset_fd
+
+
+@record(frozen=False)
+class _Made:
+    """A confinement kept for the next spawns: what it was made of, the folders its plan
+    listed (tools/sandbox/plan.py), its rules, and how often it was given since."""
+
+    key: object
+    listed: tuple[tuple[Path, int], ...]
+    rules: tuple[plan.Rule, ...]
+    confinement: "Confinement"
+    given: int = 0
 
 
 TEMP_PREFIX = "magi-code-sandbox-"  # then the owning process's id, a dash and a random part
