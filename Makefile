@@ -17,9 +17,11 @@ run: $(STAMP)
 	$(BIN)/python -m magi_code.demo
 
 # The suite over TEST_WORKERS processes (pytest-xdist): most tests wait on a child process, so
-# four workers keep two cores busy. `TEST_WORKERS=0` runs it in this one process.
+# four workers keep two cores busy. `TEST_WORKERS=0` runs it in this one process. The npm peers
+# the tests drive are installed first, all at once (tests/support/npm.py).
 TEST_WORKERS ?= 4
 test: $(STAMP)
+	$(BIN)/python tests/support/npm.py
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 # Provider response boundaries: SSE decoder partitions and local-HTTP fixtures, no credentials.

@@ -1,7 +1,7 @@
 """ACP as editors use it: the real `acpx` CLI (npm) and the SDK client against `magi-code acp`.
 
-acpx and the ACP TypeScript SDK are installed once per test session under .cache/npm-acp
-(skipped, with the reason, only when npm is absent).
+acpx and the ACP TypeScript SDK are npm peers (support/npm.py; skipped, with the reason, only
+when npm is absent).
 """
 
 import subprocess
@@ -31,15 +31,11 @@ from support.exec import MAGI_CODE
 from support.sessions import call, records, script
 
 REPO = Path(__file__).resolve().parents[2]
-NPM_PREFIX = npm.npm_prefix("npm-acp")
-PINNED = ("acpx@0.19.1", "@agentclientprotocol/sdk@2.4.0")
 
 
 @pytest.fixture(scope="session")
 def acpx() -> Path:
-    binary = NPM_PREFIX / "node_modules" / ".bin" / "acpx"
-    npm.install(NPM_PREFIX, PINNED, binary.exists)
-    return binary
+    return npm.peer(".bin", "acpx")
 
 
 def test_acpx_sessions_new_then_prompt_uses_that_session(acpx: Path, tmp_path: Path) -> None:
