@@ -143,9 +143,11 @@ def test_the_form_on_the_real_binary_in_a_terminal(everything: Path, tmp_path: P
     prompt = script(ASK, {"text": "thanks"})
     terminal = Terminal(["--approval-mode", "full", "--prompt", prompt], workspace, home)
     try:
-        screen = terminal.wait_for("ev asks:", 30)
-        assert "Please provide inputs for the following fields:" in screen
-        assert "Ctrl+S send" in screen and "Ctrl+N decline" in screen
+        terminal.wait_for("ev asks:", 30)
+        # The form may arrive over several reads: wait for each part, not for the first frame.
+        terminal.wait_for("Please provide inputs for the following fields:")
+        screen = terminal.wait_for("Ctrl+N decline")
+        assert "Ctrl+S send" in screen
         terminal.settle(APPROVAL_ARM_MS / 1000)
         terminal.send("Grace")
         terminal.send("\x13")  # Ctrl+S

@@ -19,6 +19,8 @@ from magi_code.client import environment
 from magi_code.limits import APPROVAL_ARM_MS
 
 BINARY = str(Path(sys.executable).parent / "magi-code")
+FRAME_GAP_S = 0.03  # no output this long: the frame being written has arrived
+FRAME_READ_S = 0.5  # an app redrawing without pause is read this long at most
 
 
 def prompt(*rounds: dict[str, object]) -> str:
@@ -83,9 +85,11 @@ class Terminal:
         return "\n".join(line.rstrip() for line in self.screen.display)
 
     def wait_for(self, needle: str, seconds: float = 15.0) -> str:
+        """The screen once `needle` is on it and the frame that drew it has arrived whole."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             if needle in self.text():
+                self.finish_frame()
                 return self.text()
             self.pump(0.05)
         raise AssertionError(f"{needle!r} never appeared on screen:\n{self.text()}")
@@ -95,11 +99,23 @@ class Terminal:
         (a line half drawn does not match a pattern that spans it)."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            found = re.search(pattern, self.text())
-            if found is not None:
+            if re.search(pattern, self.text()) is not None:
+                self.finish_frame()
+                found = re.search(pattern, self.text())
+                assert found is not None, f"{pattern!r} matched a frame the next one undid"
                 return found
             self.pump(0.05)
         raise AssertionError(f"{pattern!r} never matched the screen:\n{self.text()}")
+
+    def finish_frame(self) -> None:
+        """Read on until the output pauses (FRAME_GAP_S; at most FRAME_READ_S): a frame larger
+        than one read arrives in parts, and the first may hold the needle but not the rest."""
+        deadline = time.monotonic() + FRAME_READ_S
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.leader], [], [], FRAME_GAP_S)
+            if not ready:
+                return
+            self.pump(0)
 
     def settle(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
